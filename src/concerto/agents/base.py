@@ -1,0 +1,133 @@
+"""The agent extension point: declared `info` plus one async `run(context, payload)`.
+
+Agents never import or call one another. What they know of the query comes through
+the `AgentContext` (clock, settings, LLM, events, results of the tasks they depend on).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from concerto.contracts.common import ErrorKind
+from concerto.contracts.dispatch import AgentDispatchResponse
+from concerto.contracts.events import EventType
+from concerto.contracts.orchestrator import OrchestratorInput
+
+if TYPE_CHECKING:
+    from concerto.llm.base import LLMClient
+    from concerto.resources import Resources
+    from concerto.settings import Settings
+
+
+class AgentInfo(BaseModel):
+    """What an agent declares about itself; the router and the LLM prompt read only this."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(..., pattern=r"^[a-z][a-z0-9_]*$")
+    description: str = Field(..., min_length=1)
+    capabilities: list[str] = []
+    inputs: dict[str, str] = {}
+    outputs: dict[str, str] = {}
+    examples: list[str] = Field(default_factory=list, description="Questions this agent answers")
+    pack: str = ""
+    default_timeout_ms: int = Field(30000, gt=0)
+
+
+class AgentResult(BaseModel):
+    """What `run` returns: the data, one sentence saying it, findings and follow-ups."""
+
+    output: dict[str, Any] = {}
+    summary: str | None = None
+    key_findings: list[str] = []
+    follow_up_questions: list[str] = []
+
+
+class AgentFailure(Exception):  # noqa: N818 - it is the agent's answer, not a programming error
+    """Raised by an agent to report a failure a user can act on.
+
+    `error_type` is the pack's vocabulary (e.g. `invalid_format`, `metric_not_found`);
+    `kind` decides whether a fallback agent runs.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        error_type: str = "error",
+        kind: ErrorKind = ErrorKind.ERROR,
+        suggestion: str | None = None,
+        details: dict[str, Any] | None = None,
+        output: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.error_type = error_type
+        self.kind = kind
+        self.suggestion = suggestion
+        self.details = details or {}
+        self.output = output or {}
+
+
+Emit = Callable[..., Awaitable[None]]
+
+
+@dataclass(slots=True)
+class AgentContext:
+    """Everything an agent may use while answering one task."""
+
+    query: OrchestratorInput
+    now: datetime
+    settings: Settings
+    resources: Resources
+    llm: LLMClient | None = None
+    task_id: str = ""
+    agent: str = ""
+    previous_results: list[AgentDispatchResponse] = field(default_factory=list)
+    _emit: Emit | None = None
+
+    async def emit(
+        self, type: EventType, title: str, details: dict[str, Any] | None = None, step: int = 1
+    ) -> None:
+        """Make a step of this agent visible in the event stream."""
+        if self._emit is not None:
+            await self._emit(type, title, details or {}, step, self.agent, self.task_id)
+
+
+class Agent(ABC):
+    """Base of every agent. Subclasses set `info` and implement `run`.
+
+    Optional hooks, all deterministic and cheap by default:
+    - `match_structured(text)`: the exact grammar this agent accepts (router step 1);
+    - `prepare(request, context)`: the orchestrator side of the agent's contract, turning
+      the question into the payload (e.g. natural language into the KPI query format);
+    - `aclose()`: release connections when the orchestrator shuts down.
+    """
+
+    info: ClassVar[AgentInfo]
+
+    def __init__(self, settings: Settings, resources: Resources) -> None:
+        self.settings = settings
+        self.resources = resources
+
+    def match_structured(self, text: str) -> dict[str, Any] | None:
+        """Return a payload if `text` is exactly in a format this agent defines, else None."""
+        return None
+
+    async def prepare(self, request: str, context: AgentContext) -> dict[str, Any]:
+        """Build this agent's payload from the question; the default passes it through."""
+        return {"request": request}
+
+    @abstractmethod
+    async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
+        """Answer one task. Raise `AgentFailure` for failures a user can act on."""
+
+    async def aclose(self) -> None:
+        """Release resources held by this agent (connections, subprocesses)."""
+        return None

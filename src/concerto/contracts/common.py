@@ -1,0 +1,55 @@
+"""Shared vocabulary of the contracts: execution status and the error an agent reports."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# Agent names are open: packs and plugins add agents, so a name is a string checked
+# against the registry at plan time rather than a closed enum as in 001_*.txt.
+AgentName = str
+
+
+class ExecutionStatus(StrEnum):
+    """Outcome of one dispatched agent task, or of the whole query."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    TIMEOUT = "timeout"
+    CANCELLED = "cancelled"
+    SKIPPED = "skipped"
+
+
+class ErrorKind(StrEnum):
+    """Failure kinds an `AgentDispatchRequest.fallback_on` list can name."""
+
+    TIMEOUT = "timeout"
+    ERROR = "error"
+    VALIDATION = "validation"
+    UNAVAILABLE = "unavailable"
+    NOT_FOUND = "not_found"
+    CANCELLED = "cancelled"
+    DEPENDENCY = "dependency"
+
+
+class AgentError(BaseModel):
+    """One error reported by (or about) an agent.
+
+    `error_type` is the pack's own vocabulary (e.g. `metric_not_found`,
+    `invalid_format`); `kind` is the coarse class the executor uses for fallbacks.
+    `details` is for logs and is never rendered to a user.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    agent: AgentName
+    kind: ErrorKind = ErrorKind.ERROR
+    error_type: str = "error"
+    message: str
+    suggestion: str | None = None
+    details: dict[str, Any] = Field(default_factory=dict)
+    recoverable: bool = False

@@ -1,0 +1,95 @@
+"""Orchestrator input, intent classification, output and error contracts (001_*.txt)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, field_validator
+
+from concerto.contracts.base import BaseAgentInput, BaseAgentOutput
+from concerto.contracts.common import AgentName, ExecutionStatus
+from concerto.contracts.dispatch import AgentDispatchResponse
+
+MAX_QUERY_CHARS = 500  # 002_*.txt: "Text length must be < 500 characters"
+
+ClassificationMethod = Literal["pattern", "semantic", "llm", "none"]
+ErrorCategory = Literal[
+    "invalid_input",
+    "classification_failed",
+    "routing_failed",
+    "all_agents_failed",
+    "timeout",
+    "synthesis_failed",
+]
+
+
+class OrchestratorInput(BaseAgentInput):
+    """Input to the orchestrator from a user interface."""
+
+    query: str = Field(..., description="User's natural language query")
+    brand: str | None = Field(None, description="Brand context (Remibrutinib, Fabhalta, Kisqali)")
+    user_expertise: Literal["executive", "analyst", "data_scientist"] = "analyst"
+    output_format: Literal["narrative", "structured", "brief"] = "narrative"
+    max_latency_ms: int | None = Field(None, gt=0, description="Maximum acceptable latency")
+    conversation_history: list[dict[str, Any]] | None = None
+    prior_analysis_ids: list[str] | None = None
+
+    @field_validator("query")
+    @classmethod
+    def _query_rules(cls, value: str) -> str:
+        text = value.strip()
+        if not text:
+            raise ValueError("the question is empty; ask something, e.g. 'what time is it in Seattle?'")
+        if len(text) >= MAX_QUERY_CHARS:
+            raise ValueError(
+                f"the question is {len(text)} characters long; the limit is "
+                f"{MAX_QUERY_CHARS - 1}. Shorten it to one question."
+            )
+        return text
+
+
+class IntentClassification(BaseModel):
+    """Result of intent classification, with the method of the router cascade that decided."""
+
+    primary_intent: str
+    confidence: float = Field(..., ge=0, le=1)
+    secondary_intents: list[str] = []
+    entities_extracted: dict[str, Any] = {}
+    classification_method: ClassificationMethod = "pattern"
+    classification_latency_ms: float = Field(0, ge=0)
+    agents: list[AgentName] = Field(
+        default_factory=list, description="Agents the classification selected, in order"
+    )
+    reasoning: str | None = None
+
+
+class OrchestratorOutput(BaseAgentOutput):
+    """Final answer of the orchestrator to the user."""
+
+    response: str
+    response_type: Literal["direct", "synthesized", "explanation"]
+    key_findings: list[str] = []
+    agents_invoked: list[AgentName]
+    agent_results: list[AgentDispatchResponse]
+    total_latency_ms: float
+    breakdown: dict[str, Any] = {}
+    follow_up_questions: list[str] = []
+    related_analyses: list[str] = []
+    intent_classification: IntentClassification
+    notes: list[str] = Field(
+        default_factory=list,
+        description="What the orchestrator had to fall back on (e.g. LLM plan invalid)",
+    )
+
+
+class OrchestratorErrorResponse(BaseAgentOutput):
+    """Error response from the orchestrator: what failed, what was salvaged, what to try."""
+
+    status: ExecutionStatus = ExecutionStatus.FAILED
+    error_message: str
+    error_category: ErrorCategory
+    partial_results: list[AgentDispatchResponse] | None = None
+    retry_recommended: bool = False
+    alternative_queries: list[str] = []
+    intent_classification: IntentClassification | None = None
+    total_latency_ms: float = 0

@@ -1,0 +1,58 @@
+"""The embedder interface and the default local one (all-MiniLM-L6-v2, offline)."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into unit-length vectors; cosine similarity is then a dot product."""
+
+    dimension: int
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """One float32 row per text."""
+        ...
+
+
+class LocalEmbedder:
+    """all-MiniLM-L6-v2 from the installed package, with an in-memory cache per text.
+
+    The model loads on first use (about 0.2 s), never at import time.
+    """
+
+    dimension = 384
+
+    def __init__(self, cache_size: int = 4096) -> None:
+        self._model: object | None = None
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._cache_size = cache_size
+
+    def _encoder(self):  # type: ignore[no-untyped-def]
+        if self._model is None:
+            from concerto.nlp.minilm import MiniLM
+
+            self._model = MiniLM()
+        return self._model
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
+        if missing:
+            vectors = self._encoder().encode(missing)
+            for text, vec in zip(missing, vectors, strict=True):
+                self._cache[text] = vec
+        out = np.stack([self._cache[t] for t in texts]) if texts else np.zeros((0, self.dimension), np.float32)
+        for text in texts:
+            self._cache.move_to_end(text)
+        while len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+        return out.astype(np.float32, copy=False)
+
+
+def default_embedder() -> Embedder:
+    """The embedder every agent shares unless a test or setting provides another."""
+    return LocalEmbedder()

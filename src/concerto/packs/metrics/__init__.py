@@ -1,0 +1,1 @@
+"""Metrics pack (003_*.txt): the `metrics_agent` over Prometheus or Grafana."""

@@ -1,0 +1,112 @@
+"""Test helpers shipped for users and plugin authors: a scripted LLM, a fake agent, a context.
+
+Like httpx's MockTransport, these let code that uses Concerto be tested without a
+network or a model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentInfo, AgentResult
+from concerto.contracts.orchestrator import OrchestratorInput
+from concerto.llm.base import LLMError, LLMResponse, Message
+from concerto.resources import Resources
+from concerto.settings import Settings
+
+Script = str | BaseException | Callable[[list[Message]], str]
+
+
+class ScriptedLLM:
+    """An `LLMClient` that answers from a script, in order, and records every prompt.
+
+    Each script item is the reply text, an exception to raise, or a function of the
+    messages returning the text. When the script runs out, `LLMError` is raised.
+    """
+
+    def __init__(self, replies: Iterable[Script], model: str = "scripted") -> None:
+        self.replies = list(replies)
+        self.model = model
+        self.calls: list[list[Message]] = []
+
+    async def complete(
+        self,
+        messages: list[Message],
+        *,
+        json_schema: dict[str, Any] | None = None,
+        max_tokens: int = 512,
+        temperature: float = 0.0,
+    ) -> LLMResponse:
+        self.calls.append(messages)
+        if not self.replies:
+            raise LLMError("scripted LLM has no more replies", kind="unavailable")
+        item = self.replies.pop(0)
+        if isinstance(item, BaseException):
+            raise item
+        text = item(messages) if callable(item) else item
+        return LLMResponse(text=text, model=self.model, prompt_tokens=sum(len(m.content) // 4 for m in messages),
+                           completion_tokens=len(text) // 4, finish_reason="stop")
+
+
+def fake_agent(
+    name: str,
+    *,
+    output: dict[str, Any] | None = None,
+    summary: str | None = None,
+    delay_s: float = 0.0,
+    fail: BaseException | None = None,
+    description: str | None = None,
+    examples: list[str] | None = None,
+    on_run: Callable[[AgentContext, dict[str, Any]], Any] | None = None,
+) -> type[Agent]:
+    """Build an agent class that waits `delay_s`, then raises `fail` or returns `output`.
+
+    The class is not registered anywhere; pass it to an `AgentRegistry`.
+    """
+
+    class _Fake(Agent):
+        info = AgentInfo(
+            name=name,
+            description=description or f"Test agent {name}",
+            examples=examples or [],
+            pack="testing",
+        )
+
+        async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
+            if delay_s:
+                await asyncio.sleep(delay_s)
+            if on_run is not None:
+                on_run(context, payload)
+            if fail is not None:
+                raise fail
+            return AgentResult(output=dict(output or {"agent": name}), summary=summary)
+
+    _Fake.__name__ = _Fake.__qualname__ = f"Fake_{name}"
+    return _Fake
+
+
+def make_context(
+    query: str = "test question",
+    *,
+    now: datetime | None = None,
+    settings: Settings | None = None,
+    resources: Resources | None = None,
+    llm: Any = None,
+    agent: str = "test",
+) -> AgentContext:
+    """An `AgentContext` for calling one agent's `run` directly in a test."""
+    settings = settings or Settings()
+    return AgentContext(
+        query=OrchestratorInput(query=query),
+        now=now or datetime.now(UTC),
+        settings=settings,
+        resources=resources or Resources(settings),
+        llm=llm,
+        agent=agent,
+    )
+
+
+__all__ = ["AgentFailure", "ScriptedLLM", "fake_agent", "make_context"]
