@@ -38,6 +38,9 @@ class AgentInfo(BaseModel):
     examples: list[str] = Field(default_factory=list, description="Questions this agent answers")
     pack: str = ""
     default_timeout_ms: int = Field(30000, gt=0)
+    max_concurrency: int | None = Field(
+        None, ge=1, description="Cap on concurrent tasks in a plan that uses this agent (002: 2)"
+    )
 
 
 class AgentResult(BaseModel):
