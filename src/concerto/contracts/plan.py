@@ -21,6 +21,7 @@ class AgentTask(AgentDispatchRequest):
     """One task of a plan: a dispatch request with an id and the tasks it waits for."""
 
     task_id: str = Field(default_factory=new_id)
+    request: str = Field("", description="What this task should answer (default: the question)")
     depends_on: list[str] = []
 
 
@@ -32,7 +33,8 @@ class OrchestrationPlan(BaseModel):
     strategy: ExecutionStrategy = ExecutionStrategy.PARALLEL
     tasks: list[AgentTask]
     reasoning: str = ""
-    source: str = Field("table", description="Where the plan came from: table, llm or default")
+    source: str = Field("default", description="Where the plan came from: table, llm or default")
+    max_concurrency: int | None = Field(None, ge=1, description="Cap from the agents' declarations")
 
     @model_validator(mode="after")
     def _derive_strategy(self) -> OrchestrationPlan:

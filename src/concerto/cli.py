@@ -1,0 +1,206 @@
+"""The `concerto` command: ask questions, list agents, serve the HTTP API, show settings.
+
+Heavy libraries (numpy, the model, FastAPI, rich) are imported inside the commands that
+need them, so `concerto --help` and structured questions start fast.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from datetime import datetime
+from importlib.metadata import entry_points
+from typing import Any
+
+import click
+
+COMMANDS_GROUP = "concerto.commands"
+
+
+class _Cli(click.Group):
+    """Built-in commands plus pack commands from entry points, imported only when run."""
+
+    def _plugins(self) -> dict[str, str]:
+        return {ep.name: ep.value for ep in entry_points(group=COMMANDS_GROUP)}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | set(self._plugins()))
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        command = super().get_command(ctx, name)
+        if command is not None:
+            return command
+        target = self._plugins().get(name)
+        if target is None:
+            return None
+        module, _, attr = target.partition(":")
+        try:
+            loaded = getattr(__import__(module, fromlist=[attr]), attr)
+        except (ImportError, AttributeError) as exc:
+            return _broken(name, f"command '{name}' ({target}) failed to load: {exc}")
+        return loaded if isinstance(loaded, click.Command) else None
+
+
+def _broken(name: str, reason: str) -> click.Command:
+    """A pack command that cannot load: listed in --help with the reason, fails when run."""
+
+    def fail() -> None:
+        raise click.ClickException(reason)
+
+    return click.Command(name, callback=fail, help=f"(unavailable: {reason})")
+
+
+def _parse_now(value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise click.BadParameter(f"'{value}' is not an ISO 8601 date-time (e.g. 2025-06-15T12:00:00Z)") from None
+
+
+@click.group(cls=_Cli, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="concerto")
+def main() -> None:
+    """Concerto answers plain-language questions by routing them to specialist agents.
+
+    \b
+    Examples:
+      concerto ask "what's the weather and the time in Seattle?"
+      concerto ask "home-loan attrition rate previous 4 months" --now 2025-06-15T12:00:00Z
+      concerto ask 'echo "hello"' --json
+      concerto agents
+    """
+
+
+@main.command()
+@click.argument("question")
+@click.option("--json", "as_json", is_flag=True, help="Print the output contract as one JSON object.")
+@click.option("--now", help="Fix the clock every agent sees (ISO 8601), e.g. 2025-06-15T12:00:00Z.")
+@click.option("--brand", help="Brand context passed to the agents (e.g. Kisqali).")
+@click.option("--format", "output_format", type=click.Choice(["narrative", "structured", "brief"]),
+              default="narrative", show_default=True, help="Shape of the answer.")
+@click.option("--expertise", type=click.Choice(["executive", "analyst", "data_scientist"]),
+              default="analyst", show_default=True, help="Who the answer is written for.")
+@click.option("--max-latency-ms", type=click.IntRange(min=1), help="Overall deadline; partial results after it.")
+@click.option("--trace", is_flag=True, help="Show every step (events) live on stderr.")
+def ask(question: str, as_json: bool, now: str | None, brand: str | None, output_format: str,
+        expertise: str, max_latency_ms: int | None, trace: bool) -> None:
+    """Ask a question and print the answer (exit code 1 if the query failed).
+
+    \b
+    Examples:
+      concerto ask "show CPU usage for the last hour"
+      concerto ask "what time is it in Chicago?" --now 2025-03-09T08:30:00Z --json
+      concerto ask "home-loan attrition rate last month" --format brief --trace
+    """
+    fixed_now = _parse_now(now)
+    payload: dict[str, Any] = {"query": question, "brand": brand, "output_format": output_format,
+                               "user_expertise": expertise, "max_latency_ms": max_latency_ms}
+    result = asyncio.run(_ask(payload, fixed_now, trace))
+    from concerto.contracts.orchestrator import OrchestratorOutput
+
+    if as_json:
+        click.echo(result.model_dump_json(indent=2))
+    else:
+        from concerto.cli_render import render_result
+
+        render_result(result)
+    sys.exit(0 if isinstance(result, OrchestratorOutput) else 1)
+
+
+async def _ask(payload: dict[str, Any], now: datetime | None, trace: bool) -> Any:
+    from concerto.orchestrator.engine import Orchestrator
+
+    async with Orchestrator() as orchestrator:
+        if not trace:
+            return await orchestrator.ask(payload, now=now)
+        from concerto.cli_render import render_event
+
+        result = None
+        async for item in orchestrator.stream(payload, now=now):
+            if hasattr(item, "seq"):
+                render_event(item)
+            else:
+                result = item
+        return result
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the agents' declarations as JSON.")
+def agents(as_json: bool) -> None:
+    """List the agents that are loaded, with what they can answer.
+
+    \b
+    Example:
+      CONCERTO_AGENTS=city concerto agents --json
+    """
+    from concerto.agents.registry import RegistryError, load_registry
+    from concerto.settings import Settings
+
+    try:
+        registry = load_registry(Settings().agents)
+    except RegistryError as exc:
+        raise click.ClickException(str(exc)) from None
+    infos = registry.infos()
+    if as_json:
+        click.echo(json.dumps([i.model_dump() for i in infos], indent=2))
+        return
+    from concerto.cli_render import render_agents
+
+    render_agents(infos)
+
+
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535), help="TCP port.")
+def serve(host: str, port: int) -> None:
+    """Serve the HTTP API (OpenAPI at /docs) and the web page at /.
+
+    \b
+    Example:
+      concerto serve --port 8000 &
+      curl -s localhost:8000/v1/ask -H 'content-type: application/json' -d '{"query": "echo: hi"}'
+    """
+    import uvicorn
+
+    from concerto.server.app import create_app
+
+    uvicorn.run(create_app(), host=host, port=port, log_level="info")
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+def config(as_json: bool) -> None:
+    """Print the effective settings (environment, then concerto.env), secrets masked."""
+    from concerto.settings import Settings
+
+    values = Settings().masked()
+    if as_json:
+        click.echo(json.dumps(values, indent=2, default=str))
+        return
+    for key, value in values.items():
+        click.echo(f"CONCERTO_{key.upper()}={'' if value is None else value}")
+
+
+@main.command()
+@click.option("--query-id", help="Only this query's events.")
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 10000), help="How many.")
+def events(query_id: str | None, limit: int) -> None:
+    """Show stored events (the database log in the data dir).
+
+    \b
+    Example:
+      concerto ask "echo: hi" --json | jq -r .query_id | xargs -I{} concerto events --query-id {}
+    """
+    from concerto.cli_render import render_event
+    from concerto.orchestrator.events import EventLog
+    from concerto.settings import Settings
+
+    for event in EventLog(Settings().data_dir / "events.sqlite").read(query_id, limit):
+        render_event(event)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,342 @@
+"""The orchestrator: route, plan, execute, synthesize, with every step as an event.
+
+`Orchestrator.ask()` never raises for a bad question or a failing backend: it returns
+`OrchestratorOutput` or `OrchestratorErrorResponse`, so no stack trace reaches a user.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import time
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import ValidationError
+
+from concerto.agents.base import Agent, AgentContext
+from concerto.agents.registry import AgentRegistry, load_registry
+from concerto.contracts.common import ExecutionStatus
+from concerto.contracts.dispatch import AgentDispatchResponse
+from concerto.contracts.events import Event, EventType, QueryState
+from concerto.contracts.orchestrator import (
+    ErrorCategory,
+    IntentClassification,
+    OrchestratorErrorResponse,
+    OrchestratorInput,
+    OrchestratorOutput,
+)
+from concerto.contracts.plan import AgentTask
+from concerto.llm.base import LLMClient, Usage
+from concerto.orchestrator.events import EventLog, EventStream, elapsed_ms
+from concerto.orchestrator.executor import Executor
+from concerto.orchestrator.intents import load_intents
+from concerto.orchestrator.planner import Planner, PlanError
+from concerto.orchestrator.router import Router
+from concerto.orchestrator.semantic import SemanticIndex
+from concerto.orchestrator.synthesizer import Synthesizer
+from concerto.resources import Resources
+from concerto.settings import Settings
+
+log = logging.getLogger(__name__)
+
+Result = OrchestratorOutput | OrchestratorErrorResponse
+
+
+class Orchestrator:
+    """One configured orchestrator; reuse it across questions (agents keep connections)."""
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        registry: AgentRegistry | None = None,
+        llm: LLMClient | None = None,
+        resources: Resources | None = None,
+    ) -> None:
+        self.settings = settings or Settings()
+        self.registry = registry if registry is not None else load_registry(self.settings.agents)
+        self.resources = resources or Resources(self.settings)
+        self.llm = llm if llm is not None else _llm_from_settings(self.settings)
+        self._agents: dict[str, Agent] = {}
+        self._router: Router | None = None
+        self._started = False
+        self.executor = Executor(self.agent, self.settings.max_concurrency)
+
+    # -- set-up -----------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Add agents that packs discover at run time (e.g. tools of external MCP servers)."""
+        if self._started:
+            return
+        self._started = True
+        import importlib
+        from importlib.metadata import entry_points
+
+        for ep in entry_points(group="concerto.agents"):
+            module = importlib.import_module(ep.value.split(":")[0])
+            hook = getattr(module, "dynamic_agents", None)
+            if hook is None:
+                continue
+            try:
+                found = hook(self.settings)
+                if inspect.isawaitable(found):
+                    found = await found
+                for cls in found or []:
+                    self.registry.register(cls)
+            except Exception as exc:  # a broken external server must not stop the others
+                log.warning("dynamic agents of %s failed: %s", ep.name, exc)
+        self._router = None
+
+    def agent(self, name: str) -> Agent:
+        """The shared instance of an agent, created on first use."""
+        instance = self._agents.get(name)
+        if instance is None:
+            instance = self._agents[name] = self.registry.get(name)(self.settings, self.resources)
+        return instance
+
+    @property
+    def router(self) -> Router:
+        if self._router is None:
+            agents = {name: self.agent(name) for name in self.registry.names()}
+            self._intents = load_intents(set(agents), self.settings.intents_file)
+            targets = Router.targets(self.registry.infos(), self._intents)
+            index = SemanticIndex(targets, self.resources.embedder, self.settings.data_dir / "cache")
+            self._router = Router(agents, self._intents, index, threshold=self.settings.semantic_threshold,
+                                  llm=self.llm, llm_retries=self.settings.llm_max_retries)
+        return self._router
+
+    async def aclose(self) -> None:
+        """Close agents and shared resources."""
+        for agent in self._agents.values():
+            try:
+                await agent.aclose()
+            except Exception as exc:
+                log.warning("closing %s failed: %s", agent.info.name, exc)
+        self._agents.clear()
+        await self.resources.aclose()
+        closer = getattr(self.llm, "aclose", None)
+        if closer is not None:
+            await closer()
+
+    async def __aenter__(self) -> Orchestrator:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # -- answering --------------------------------------------------------------------
+
+    async def ask(
+        self,
+        query: OrchestratorInput | str | dict[str, Any],
+        *,
+        now: datetime | None = None,
+        events: EventStream | None = None,
+    ) -> Result:
+        """Answer one question. `now` fixes the clock every agent sees."""
+        start = time.perf_counter()
+        try:
+            request = _as_input(query)
+        except ValidationError as exc:
+            qid = events.query_id if events else ""
+            if events:
+                events.state(QueryState.FAILED, "Invalid question")
+                events.close()
+            return OrchestratorErrorResponse(query_id=qid, error_message=_validation_message(exc),
+                                             error_category="invalid_input",
+                                             alternative_queries=self._examples())
+        events = events or EventStream(request.query_id, self.settings.max_events)
+        events.query_id = request.query_id
+        try:
+            result = await self._answer(request, _utc(now), events, start)
+        except Exception as exc:  # the last net: a bug becomes a structured error, not a trace
+            log.exception("query %s failed", request.query_id)
+            events.emit(EventType.ERROR, "Internal error", step=99, details={"error": type(exc).__name__})
+            result = self._error(request, start, f"Internal error: {type(exc).__name__}: {exc}",
+                                 "synthesis_failed", events)
+        events.close()
+        if self.settings.store_events:
+            try:
+                EventLog(self.settings.data_dir / "events.sqlite").write(list(events.events))
+            except Exception as exc:
+                log.warning("could not store events: %s", exc)
+        return result
+
+    async def stream(
+        self, query: OrchestratorInput | str | dict[str, Any], *, now: datetime | None = None
+    ) -> AsyncIterator[Event | Result]:
+        """Yield events as they happen, then the result."""
+        import asyncio
+
+        qid = query.query_id if isinstance(query, OrchestratorInput) else ""
+        events = EventStream(qid, self.settings.max_events)
+        subscription = events.subscribe()
+        first = asyncio.ensure_future(anext(subscription, None))  # subscribe before work starts
+        await asyncio.sleep(0)
+        task = asyncio.create_task(self.ask(query, now=now, events=events))
+        pending_event: asyncio.Future[Event | None] | None = first
+        while pending_event is not None:
+            event = await pending_event
+            if event is None:
+                break
+            yield event
+            pending_event = asyncio.ensure_future(anext(subscription, None))
+        yield await task
+
+    async def _answer(self, request: OrchestratorInput, now: datetime, events: EventStream,
+                      start: float) -> Result:
+        usage = Usage()
+        breakdown: dict[str, Any] = {}
+        events.state(QueryState.RECEIVED, "Received question", chars=len(request.query))
+        events.emit(EventType.RECEIVED, "Received question", details={"query": request.query[:100]})
+
+        events.state(QueryState.ANALYZING, "Classifying the question")
+        t = time.perf_counter()
+        decision = await self.router.route(request.query, usage)
+        breakdown["routing_ms"] = elapsed_ms(t)
+        cls = decision.classification
+        events.emit(EventType.THINKING, f"Intent: {cls.primary_intent} ({cls.classification_method}, "
+                    f"{cls.confidence:.2f})", step=2,
+                    details={"agents": cls.agents, "method": cls.classification_method, "notes": decision.notes})
+        notes = list(decision.notes)
+        if not cls.agents:
+            return self._error(request, start, self._no_match_message(), "classification_failed", events,
+                               classification=cls, breakdown=breakdown)
+
+        t = time.perf_counter()
+        planner = Planner({n: self.registry.get(n).info for n in self.registry.names()}, self.router.intents,
+                          llm=self.llm, llm_retries=self.settings.llm_max_retries)
+        try:
+            plan, plan_notes = await planner.plan(request.query, decision, request.query_id, usage)
+        except PlanError as exc:
+            return self._error(request, start, f"Could not plan the question: {exc}", "routing_failed",
+                               events, classification=cls, breakdown=breakdown)
+        notes += plan_notes
+        breakdown["planning_ms"] = elapsed_ms(t)
+        events.state(QueryState.PLANNED, f"Planned {len(plan.tasks)} task(s), {plan.strategy.value}",
+                     reasoning=plan.reasoning, source=plan.source,
+                     tasks=[{"task_id": x.task_id, "agent": x.agent, "depends_on": x.depends_on}
+                            for x in plan.tasks])
+
+        events.state(QueryState.DISPATCHING, "Dispatching agents")
+        t = time.perf_counter()
+        prepared = {task.task_id: decision.structured[task.agent] for task in plan.tasks
+                    if task.agent in decision.structured}
+        deadline = None
+        if request.max_latency_ms:
+            deadline = max(request.max_latency_ms - (time.perf_counter() - start) * 1000, 1.0)
+        events.state(QueryState.PROCESSING, "Agents working")
+        results = await self.executor.execute(
+            plan, self._context_factory(request, now, events), events,
+            deadline_ms=deadline, max_concurrency=plan.max_concurrency, prepared=prepared,
+        )
+        breakdown["execution_ms"] = elapsed_ms(t)
+        breakdown["agents_ms"] = {r.task_id: round(r.total_latency_ms, 3) for r in results}
+        cls.entities_extracted = cls.entities_extracted or _entities(results)
+
+        events.state(QueryState.AGGREGATING, "Combining results")
+        ok = [r for r in results if r.status is ExecutionStatus.COMPLETED]
+        if not ok:
+            timed_out = any(r.status is ExecutionStatus.CANCELLED for r in results)
+            category: ErrorCategory = "timeout" if timed_out else "all_agents_failed"
+            message = " ".join(Synthesizer({}).template(request, results).response.split())
+            return self._error(request, start, message, category, events, classification=cls,
+                               partial=results, breakdown=breakdown, retry=timed_out)
+        t = time.perf_counter()
+        synthesis = await Synthesizer({n: self.registry.get(n).info for n in self.registry.names()},
+                                      self.llm).synthesize(request, results, usage)
+        breakdown["synthesis_ms"] = elapsed_ms(t)
+        notes += synthesis.notes
+        if usage.calls or usage.failures:
+            breakdown["llm"] = usage.model_dump()
+        total = elapsed_ms(start)
+        events.state(QueryState.COMPLETED, "Answered", total_ms=total)
+        return OrchestratorOutput(
+            query_id=request.query_id,
+            response=synthesis.response,
+            response_type=synthesis.response_type,  # type: ignore[arg-type]
+            key_findings=synthesis.key_findings,
+            agents_invoked=list(dict.fromkeys(r.agent for r in results if r.status is not ExecutionStatus.SKIPPED)),
+            agent_results=results,
+            total_latency_ms=total,
+            breakdown=breakdown,
+            follow_up_questions=synthesis.follow_up_questions,
+            intent_classification=cls,
+            notes=notes,
+        )
+
+    def _context_factory(self, request: OrchestratorInput, now: datetime, events: EventStream):  # type: ignore[no-untyped-def]
+        def make(task: AgentTask, agent: str, deps: list[AgentDispatchResponse]) -> AgentContext:
+            return AgentContext(query=request, now=now, settings=self.settings, resources=self.resources,
+                                llm=self.llm, task_id=task.task_id, agent=agent, previous_results=deps,
+                                _emit=events.agent_emit)
+        return make
+
+    def _examples(self) -> list[str]:
+        return [info.examples[0] for info in self.registry.infos() if info.examples][:8]
+
+    def _no_match_message(self) -> str:
+        kinds = "; ".join(f"{i.name}: {i.description}" for i in self.registry.infos())
+        return ("No agent can answer that question. I can answer questions like these — "
+                f"{kinds}" if kinds else "No agents are loaded (check CONCERTO_AGENTS).")
+
+    def _error(
+        self, request: OrchestratorInput, start: float, message: str, category: ErrorCategory,
+        events: EventStream, *, classification: IntentClassification | None = None,
+        partial: list[AgentDispatchResponse] | None = None, breakdown: dict[str, Any] | None = None,
+        retry: bool = False,
+    ) -> OrchestratorErrorResponse:
+        events.emit(EventType.ERROR, message[:200], step=99, details={"category": category})
+        events.state(QueryState.FAILED, "Failed", category=category)
+        alternatives = [e.suggestion for r in partial or [] for e in r.errors if e.suggestion]
+        return OrchestratorErrorResponse(
+            query_id=request.query_id, error_message=message, error_category=category,
+            partial_results=partial, retry_recommended=retry,
+            alternative_queries=list(dict.fromkeys(alternatives + self._examples()))[:8],
+            intent_classification=classification, total_latency_ms=elapsed_ms(start),
+        )
+
+
+def _as_input(query: OrchestratorInput | str | dict[str, Any]) -> OrchestratorInput:
+    if isinstance(query, OrchestratorInput):
+        return query
+    if isinstance(query, str):
+        return OrchestratorInput(query=query)
+    return OrchestratorInput.model_validate(query)
+
+
+def _validation_message(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "input"
+        msg = err["msg"].removeprefix("Value error, ")
+        parts.append(f"{where}: {msg}")
+    return "Invalid question — " + "; ".join(parts)
+
+
+def _utc(now: datetime | None) -> datetime:
+    if now is None:
+        return datetime.now(UTC)
+    return now if now.tzinfo else now.replace(tzinfo=UTC)
+
+
+def _entities(results: list[AgentDispatchResponse]) -> dict[str, Any]:
+    """Entities as the agents' outputs name them (city, kpi, metric ...), for the classification."""
+    keys = ("city", "kpi", "department", "metric_name", "structured_query", "text")
+    found: dict[str, Any] = {}
+    for r in results:
+        for key in keys:
+            if isinstance(r.output.get(key), str | int | float):
+                found.setdefault(key, r.output[key])
+    return found
+
+
+def _llm_from_settings(settings: Settings) -> LLMClient | None:
+    if not settings.llm_configured:
+        return None
+    from concerto.llm.openai_compat import llm_from_settings
+
+    return llm_from_settings(settings)

@@ -1,0 +1,148 @@
+"""Per-query event stream: bounded in memory, fan-out to live subscribers, optional storage.
+
+Emitting is synchronous and cheap (no await) so that every step can be made visible
+without slowing the executor; subscribers read through bounded queues and lose the
+oldest events, never block the query, when they fall behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import time
+from collections import deque
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from concerto.contracts.events import Event, EventType, QueryState
+
+_CLOSED = object()
+
+
+class EventStream:
+    """Events of one query, in order, with step numbers and states."""
+
+    def __init__(self, query_id: str, max_events: int = 1000, queue_size: int = 256) -> None:
+        self.query_id = query_id
+        self.events: deque[Event] = deque(maxlen=max_events)
+        self.dropped = 0
+        self._seq = 0
+        self._queue_size = queue_size
+        self._queues: list[asyncio.Queue[Any]] = []
+        self.closed = False
+
+    def emit(
+        self,
+        type: EventType,
+        title: str,
+        *,
+        source: str = "orchestrator",
+        step: int = 1,
+        state: QueryState | None = None,
+        task_id: str | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> Event:
+        """Record an event and hand it to every live subscriber."""
+        self._seq += 1
+        event = Event(
+            query_id=self.query_id, seq=self._seq, type=type, title=title, source=source,
+            step=step, state=state, task_id=task_id, details=details or {},
+        )
+        if len(self.events) == self.events.maxlen:
+            self.dropped += 1
+        self.events.append(event)
+        for queue in self._queues:
+            _put_dropping_oldest(queue, event)
+        return event
+
+    def state(self, state: QueryState, title: str | None = None, **details: Any) -> Event:
+        """Record a transition of the query's processing state (002_*.txt)."""
+        return self.emit(EventType.STATE, title or state.value, state=state, details=details)
+
+    async def agent_emit(
+        self, type: EventType, title: str, details: dict[str, Any], step: int, agent: str, task_id: str
+    ) -> None:
+        """The `emit` an `AgentContext` calls on behalf of an agent."""
+        self.emit(type, title, source=agent, step=step, task_id=task_id, details=details)
+
+    def close(self) -> None:
+        """No more events: live subscribers finish after draining."""
+        self.closed = True
+        for queue in self._queues:
+            _put_dropping_oldest(queue, _CLOSED)
+
+    async def subscribe(self) -> AsyncIterator[Event]:
+        """Events from now on until `close()`; earlier ones are in `events`."""
+        queue: asyncio.Queue[Any] = asyncio.Queue(self._queue_size)
+        self._queues.append(queue)
+        try:
+            while not self.closed or not queue.empty():
+                item = await queue.get()
+                if item is _CLOSED:
+                    return
+                yield item
+        finally:
+            self._queues.remove(queue)
+
+
+def _put_dropping_oldest(queue: asyncio.Queue[Any], item: Any) -> None:
+    if queue.full():
+        queue.get_nowait()
+    queue.put_nowait(item)
+
+
+class EventLog:
+    """Stores events in SQLite (`events.sqlite` in the data dir): the database log of DESIGN."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def _connect(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        con = sqlite3.connect(self.path)
+        con.execute(
+            "CREATE TABLE IF NOT EXISTS events (query_id TEXT, seq INTEGER, ts REAL, type TEXT,"
+            " source TEXT, step INTEGER, state TEXT, task_id TEXT, title TEXT, details TEXT,"
+            " PRIMARY KEY (query_id, seq))"
+        )
+        return con
+
+    def write(self, events: list[Event]) -> None:
+        """Append a query's events in one transaction."""
+        rows = [
+            (e.query_id, e.seq, e.ts, e.type.value, e.source, e.step,
+             e.state.value if e.state else None, e.task_id, e.title, json.dumps(e.details, default=str))
+            for e in events
+        ]
+        con = self._connect()
+        try:
+            with con:
+                con.executemany("INSERT OR REPLACE INTO events VALUES (?,?,?,?,?,?,?,?,?,?)", rows)
+        finally:
+            con.close()
+
+    def read(self, query_id: str | None = None, limit: int = 200) -> list[Event]:
+        """The events of one query, or the most recent ones."""
+        con = self._connect()
+        try:
+            if query_id:
+                cur = con.execute("SELECT * FROM events WHERE query_id=? ORDER BY seq", (query_id,))
+            else:
+                cur = con.execute(
+                    "SELECT * FROM (SELECT * FROM events ORDER BY ts DESC LIMIT ?) ORDER BY ts", (limit,)
+                )
+            return [
+                Event(query_id=r[0], seq=r[1], ts=r[2], type=EventType(r[3]), source=r[4], step=r[5],
+                      state=QueryState(r[6]) if r[6] else None, task_id=r[7], title=r[8],
+                      details=json.loads(r[9]))
+                for r in cur.fetchall()
+            ]
+        finally:
+            con.close()
+
+
+def elapsed_ms(start: float) -> float:
+    """Milliseconds since `start` (a `time.perf_counter()` value), rounded to 0.001."""
+    return round((time.perf_counter() - start) * 1000, 3)

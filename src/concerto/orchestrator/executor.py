@@ -1,0 +1,272 @@
+"""Run a plan as a dependency graph: each task starts as soon as its own dependencies are done.
+
+No supersteps: with A→B (5 s) and A→C (2 s)→D (2 s), then B,D→E, E starts at 5 s.
+Per-task timeouts, a fallback agent on the listed failure kinds, a concurrency cap that
+admits ready tasks by priority, and the caller's deadline, after which what is still
+running is cancelled and what finished is returned.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import logging
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentResult
+from concerto.contracts.common import AgentError, ErrorKind, ExecutionStatus
+from concerto.contracts.dispatch import AgentDispatchResponse
+from concerto.contracts.events import EventType
+from concerto.contracts.plan import AgentTask, OrchestrationPlan
+from concerto.orchestrator.events import EventStream
+
+log = logging.getLogger(__name__)
+
+ContextFactory = Callable[[AgentTask, str, list[AgentDispatchResponse]], AgentContext]
+
+
+class _PriorityGate:
+    """A semaphore that, when full, admits waiting tasks in priority order (1 first)."""
+
+    def __init__(self, slots: int) -> None:
+        self._free = slots
+        self._waiters: list[tuple[int, int, asyncio.Future[None]]] = []
+        self._seq = 0
+
+    async def acquire(self, priority: int) -> None:
+        if self._free > 0 and not self._waiters:
+            self._free -= 1
+            return
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._seq += 1
+        heapq.heappush(self._waiters, (priority, self._seq, fut))
+        try:
+            await fut
+        except asyncio.CancelledError:
+            if fut.done() and not fut.cancelled():
+                self.release()  # the slot was handed over just as we were cancelled
+            raise
+
+    def release(self) -> None:
+        while self._waiters:
+            _, _, fut = heapq.heappop(self._waiters)
+            if not fut.done():
+                fut.set_result(None)
+                return
+        self._free += 1
+
+
+class _Attempt:
+    """Outcome of running one agent once."""
+
+    __slots__ = ("error", "execution_ms", "payload", "result", "status")
+
+    def __init__(self) -> None:
+        self.result: AgentResult | None = None
+        self.error: AgentError | None = None
+        self.status = ExecutionStatus.COMPLETED
+        self.execution_ms = 0.0
+        self.payload: dict[str, Any] = {}
+
+
+class Executor:
+    """Executes plans against instantiated agents; one instance serves many queries."""
+
+    def __init__(self, agents: Callable[[str], Agent], max_concurrency: int = 8) -> None:
+        self._agent = agents
+        self.max_concurrency = max_concurrency
+
+    async def execute(
+        self,
+        plan: OrchestrationPlan,
+        make_context: ContextFactory,
+        events: EventStream,
+        *,
+        deadline_ms: float | None = None,
+        max_concurrency: int | None = None,
+        prepared: Mapping[str, dict[str, Any]] | None = None,
+    ) -> list[AgentDispatchResponse]:
+        """Run every task; return one response per task, in plan order."""
+        tasks = plan.tasks
+        start = time.perf_counter()
+        cap = max_concurrency or self.max_concurrency
+        gate = _PriorityGate(cap) if cap < len(tasks) else None
+        done: dict[str, asyncio.Future[AgentDispatchResponse]] = {}
+        loop = asyncio.get_running_loop()
+        for task in tasks:
+            done[task.task_id] = loop.create_future()
+        by_id = {t.task_id: t for t in tasks}
+        prepared = prepared or {}
+
+        async def run_task(task: AgentTask) -> None:
+            ready = start
+            try:
+                deps = [await done[d] for d in task.depends_on]
+                ready = time.perf_counter()
+                failed = [d for d in deps if d.status is not ExecutionStatus.COMPLETED]
+                if failed:
+                    names = ", ".join(f"{d.agent} ({d.status.value})" for d in failed)
+                    response = _skipped(task, f"skipped because it depends on {names}")
+                    events.emit(EventType.ERROR, f"{task.agent} skipped", source=task.agent,
+                                task_id=task.task_id, step=99, details={"reason": response.errors[0].message})
+                else:
+                    if gate is not None:
+                        await gate.acquire(task.priority)
+                    try:
+                        response = await self._run_with_fallback(
+                            task, make_context, deps, events, ready, prepared.get(task.task_id)
+                        )
+                    finally:
+                        if gate is not None:
+                            gate.release()
+                done[task.task_id].set_result(response)
+            except asyncio.CancelledError:
+                if not done[task.task_id].done():
+                    done[task.task_id].set_result(_cancelled(task, ready, deadline_ms))
+                raise
+
+        runners = [asyncio.create_task(run_task(t), name=f"concerto:{t.task_id}") for t in tasks]
+        timeout = deadline_ms / 1000 if deadline_ms else None
+        _, pending = await asyncio.wait(runners, timeout=timeout)
+        if pending:
+            events.emit(EventType.ERROR, f"Deadline of {deadline_ms:.0f} ms expired; cancelling "
+                        f"{len(pending)} task(s)", step=99, details={"deadline_ms": deadline_ms})
+            for runner in pending:
+                runner.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+        for tid, fut in done.items():  # tasks cancelled before they even started
+            if not fut.done():
+                fut.set_result(_cancelled(by_id[tid], start, deadline_ms))
+        return [done[t.task_id].result() for t in tasks]
+
+    async def _run_with_fallback(
+        self,
+        task: AgentTask,
+        make_context: ContextFactory,
+        deps: list[AgentDispatchResponse],
+        events: EventStream,
+        ready: float,
+        prepared: dict[str, Any] | None,
+    ) -> AgentDispatchResponse:
+        first = await self._attempt(task, task.agent, make_context, deps, events, prepared)
+        errors = [first.error] if first.error else []
+        final, agent_name, fallback_reason = first, task.agent, None
+        if (
+            first.error is not None
+            and task.fallback_agent
+            and first.error.kind in task.fallback_on
+        ):
+            fallback_reason = f"{task.agent} failed ({first.error.kind.value}): {first.error.message}"
+            events.emit(EventType.THINKING, f"Falling back from {task.agent} to {task.fallback_agent}",
+                        task_id=task.task_id, details={"reason": fallback_reason})
+            agent_name = task.fallback_agent
+            final = await self._attempt(task, agent_name, make_context, deps, events, None)
+            if final.error:
+                errors.append(final.error)
+        total = (time.perf_counter() - ready) * 1000
+        result = final.result
+        return AgentDispatchResponse(
+            agent=agent_name,
+            task_id=task.task_id,
+            status=final.status,
+            # dispatch = preparing the payload, waiting for a slot, instantiating: all but `run`
+            dispatch_latency_ms=max(total - first.execution_ms - (final.execution_ms if final is not first else 0), 0),
+            execution_latency_ms=final.execution_ms,
+            total_latency_ms=total,
+            output=result.output if result else {},
+            summary=result.summary if result else None,
+            key_findings=result.key_findings if result else [],
+            errors=errors,
+            used_fallback=agent_name != task.agent,
+            fallback_reason=fallback_reason,
+        )
+
+    async def _attempt(
+        self,
+        task: AgentTask,
+        agent_name: str,
+        make_context: ContextFactory,
+        deps: list[AgentDispatchResponse],
+        events: EventStream,
+        prepared: dict[str, Any] | None,
+    ) -> _Attempt:
+        attempt = _Attempt()
+        agent = self._agent(agent_name)
+        context = make_context(task, agent_name, deps)
+        events.emit(EventType.ACTION, f"Dispatching {agent_name}", source="orchestrator",
+                    task_id=task.task_id, step=4, details={"timeout_ms": task.timeout_ms})
+        t0 = time.perf_counter()
+        try:
+            async with asyncio.timeout(task.timeout_ms / 1000):
+                if prepared is not None and agent_name == task.agent:
+                    payload = prepared
+                else:
+                    payload = await agent.prepare(task.request or context.query.query, context)
+                payload = {**payload, **task.input_payload}
+                payload.setdefault("request", task.request or context.query.query)
+                if deps:
+                    payload["previous_results"] = [_previous(d) for d in deps]
+                attempt.payload = payload
+                t0 = time.perf_counter()
+                attempt.result = await agent.run(context, payload)
+        except TimeoutError:
+            attempt.status = ExecutionStatus.TIMEOUT
+            attempt.error = AgentError(
+                agent=agent_name, kind=ErrorKind.TIMEOUT, error_type="timeout", recoverable=True,
+                message=f"{agent_name} did not answer within {task.timeout_ms} ms",
+                suggestion="Try again, or raise the task's timeout.",
+            )
+        except AgentFailure as exc:
+            attempt.status = ExecutionStatus.FAILED
+            attempt.error = AgentError(
+                agent=agent_name, kind=exc.kind, error_type=exc.error_type, message=exc.message,
+                suggestion=exc.suggestion, details=exc.details,
+            )
+            if exc.output:
+                attempt.result = AgentResult(output=exc.output)
+        except Exception as exc:  # an agent bug must not take the others down
+            log.exception("agent %s raised", agent_name)
+            attempt.status = ExecutionStatus.FAILED
+            attempt.error = AgentError(
+                agent=agent_name, kind=ErrorKind.ERROR, error_type="agent_error",
+                message=f"{agent_name} failed: {type(exc).__name__}: {exc}"[:500],
+                details={"exception": type(exc).__name__},
+            )
+        attempt.execution_ms = (time.perf_counter() - t0) * 1000
+        if attempt.error is None:
+            events.emit(EventType.RESULT, f"{agent_name} answered", source=agent_name,
+                        task_id=task.task_id, step=6,
+                        details={"ms": round(attempt.execution_ms, 3),
+                                 "summary": attempt.result.summary if attempt.result else None})
+        else:
+            events.emit(EventType.ERROR, f"{agent_name}: {attempt.error.message}", source=agent_name,
+                        task_id=task.task_id, step=99,
+                        details={"error_type": attempt.error.error_type, "kind": attempt.error.kind.value})
+        return attempt
+
+
+def _previous(response: AgentDispatchResponse) -> dict[str, Any]:
+    """What a dependent task receives of an earlier one (004_*.txt `previous_results`)."""
+    return {"agent": response.agent, "task_id": response.task_id, "summary": response.summary,
+            "result": response.output, "key_findings": response.key_findings}
+
+
+def _skipped(task: AgentTask, reason: str) -> AgentDispatchResponse:
+    return AgentDispatchResponse(
+        agent=task.agent, task_id=task.task_id, status=ExecutionStatus.SKIPPED,
+        errors=[AgentError(agent=task.agent, kind=ErrorKind.DEPENDENCY, error_type="dependency_failed",
+                           message=reason)],
+    )
+
+
+def _cancelled(task: AgentTask, since: float, deadline_ms: float | None) -> AgentDispatchResponse:
+    total = (time.perf_counter() - since) * 1000
+    return AgentDispatchResponse(
+        agent=task.agent, task_id=task.task_id, status=ExecutionStatus.CANCELLED, total_latency_ms=total,
+        errors=[AgentError(agent=task.agent, kind=ErrorKind.TIMEOUT, error_type="deadline_expired",
+                           recoverable=True,
+                           message=f"cancelled: the query's deadline of {deadline_ms:.0f} ms expired"
+                           if deadline_ms else "cancelled")],
+    )

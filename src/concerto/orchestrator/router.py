@@ -1,0 +1,200 @@
+"""The router cascade: exact structured formats, then semantic matching, then an LLM.
+
+Nothing here knows any agent: step 1 asks each agent whether the text is in a format
+it defines; step 2 compares the question with what agents and intents declare; step 3
+(only with an LLM configured, and only when step 2 is not confident) shows the LLM the
+same declarations.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from concerto.agents.base import Agent, AgentInfo
+from concerto.contracts.orchestrator import IntentClassification
+from concerto.llm.base import LLMClient, LLMError, Message, Usage
+from concerto.orchestrator.intents import IntentSpec
+from concerto.orchestrator.semantic import Match, SemanticIndex, Target, clauses
+
+log = logging.getLogger(__name__)
+
+AMBIGUITY_MARGIN = 0.03  # top two targets closer than this are "not confident"
+
+
+@dataclass
+class RouteDecision:
+    """The classification plus payloads already parsed by a structured format."""
+
+    classification: IntentClassification
+    structured: dict[str, dict[str, Any]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def matched(self) -> bool:
+        return bool(self.classification.agents) or self.classification.primary_intent != "none"
+
+
+class LLMRoute(BaseModel):
+    """What the LLM router must answer."""
+
+    agents: list[str] = Field(default_factory=list, description="Agent names to run, most relevant first")
+    intent: str | None = Field(None, description="A named intent, if one fits")
+    confidence: float = Field(0.5, ge=0, le=1)
+    reasoning: str = ""
+
+
+class Router:
+    """Classifies a question into agents or a named intent."""
+
+    def __init__(
+        self,
+        agents: Mapping[str, Agent],
+        intents: Mapping[str, IntentSpec],
+        index: SemanticIndex | None,
+        *,
+        threshold: float,
+        llm: LLMClient | None = None,
+        llm_retries: int = 1,
+    ) -> None:
+        self.agents = agents
+        self.intents = intents
+        self.index = index
+        self.threshold = threshold
+        self.llm = llm
+        self.llm_retries = llm_retries
+
+    @staticmethod
+    def targets(infos: list[AgentInfo], intents: Mapping[str, IntentSpec]) -> list[Target]:
+        """Routing targets from agent declarations and intents that have examples."""
+        targets = [
+            Target(i.name, tuple(dict.fromkeys([i.description, *i.capabilities, *i.examples]))) for i in infos
+        ]
+        targets += [
+            Target(s.name, tuple(dict.fromkeys([s.description, *s.examples])))
+            for s in intents.values()
+            if s.examples
+        ]
+        return targets
+
+    async def route(self, question: str, usage: Usage | None = None) -> RouteDecision:
+        """Run the cascade and time it."""
+        start = time.perf_counter()
+        decision = self._structured(question)
+        if decision is None:
+            decision = self._semantic(question)
+            confident = decision.classification.confidence >= self.threshold and not decision.notes
+            if self.llm is not None and not confident:
+                decision = await self._llm(question, decision, usage)
+        decision.classification.classification_latency_ms = round((time.perf_counter() - start) * 1000, 3)
+        return decision
+
+    def _structured(self, question: str) -> RouteDecision | None:
+        for name, agent in self.agents.items():
+            payload = agent.match_structured(question)
+            if payload is not None:
+                return RouteDecision(
+                    IntentClassification(
+                        primary_intent=name, confidence=1.0, classification_method="pattern",
+                        agents=[name], entities_extracted=payload,
+                        reasoning=f"the question is in a format {name} defines",
+                    ),
+                    structured={name: payload},
+                )
+        return None
+
+    def _semantic(self, question: str) -> RouteDecision:
+        if self.index is None or not self.index.targets:
+            return _unmatched(0.0, "semantic", "no agents are loaded")
+        parts = clauses(question)
+        ranked = self.index.rank_many([question, *parts] if len(parts) > 1 else [question])
+        whole = ranked[0]
+        chosen: list[Match] = [whole[0]] if whole[0].score >= self.threshold else []
+        for clause_rank in ranked[1:]:
+            top = clause_rank[0]
+            if top.score >= self.threshold and top.name not in {m.name for m in chosen}:
+                chosen.append(top)
+        if not chosen:
+            decision = _unmatched(whole[0].score, "semantic",
+                                  f"closest was {whole[0].name} at {whole[0].score:.2f}")
+            decision.classification.secondary_intents = [m.name for m in whole[:3]]
+            return decision
+        names = [m.name for m in chosen]
+        agents = self._expand(names)
+        decision = RouteDecision(
+            IntentClassification(
+                primary_intent=names[0],
+                confidence=round(min(max(chosen[0].score, 0.0), 1.0), 4),
+                secondary_intents=names[1:],
+                classification_method="semantic",
+                agents=agents,
+                reasoning="; ".join(f"{m.name} {m.score:.2f}" for m in chosen),
+            )
+        )
+        runner_up = next((m for m in whole[1:] if m.name not in names), None)
+        if runner_up and len(names) == 1 and whole[0].score - runner_up.score < AMBIGUITY_MARGIN:
+            decision.notes.append(
+                f"{whole[0].name} ({whole[0].score:.2f}) and {runner_up.name} ({runner_up.score:.2f}) were close"
+            )
+        return decision
+
+    def _expand(self, names: list[str]) -> list[str]:
+        """Agents of the chosen targets (an intent stands for its agents), without repeats."""
+        out: list[str] = []
+        for name in names:
+            members = [t.agent for t in self.intents[name].tasks] if name in self.intents else [name]
+            out += [m for m in members if m not in out]
+        return out
+
+    async def _llm(self, question: str, fallback: RouteDecision, usage: Usage | None) -> RouteDecision:
+        from concerto.llm.structured import complete_structured
+
+        assert self.llm is not None
+        catalogue = [
+            {"name": a.info.name, "description": a.info.description, "capabilities": a.info.capabilities}
+            for a in self.agents.values()
+        ]
+        intents = [{"intent": s.name, "description": s.description} for s in self.intents.values()]
+        messages = [
+            Message(role="system", content=(
+                "You route a user's question to the agents that can answer it. Choose only from the "
+                "catalogue; choose none if nothing fits. Answer with JSON only.\n"
+                f"AGENTS: {catalogue}\nINTENTS: {intents}")),
+            Message(role="user", content=question),
+        ]
+        try:
+            route = await complete_structured(self.llm, messages, LLMRoute, retries=self.llm_retries,
+                                              usage=usage, purpose="route")
+        except LLMError as exc:
+            fallback.notes.append(f"LLM routing failed ({exc}); used the semantic result")
+            return fallback
+        assert isinstance(route, LLMRoute)
+        unknown = [a for a in route.agents if a not in self.agents]
+        names = [a for a in route.agents if a in self.agents]
+        if route.intent in self.intents:
+            names = self._expand([route.intent, *names])
+        if unknown or not names:
+            why = f"unknown agents {unknown}" if unknown else "no agent"
+            fallback.notes.append(f"LLM routing chose {why}; used the semantic result")
+            return fallback
+        return RouteDecision(
+            IntentClassification(
+                primary_intent=route.intent if route.intent in self.intents else names[0],
+                confidence=route.confidence, secondary_intents=names[1:], classification_method="llm",
+                agents=names, reasoning=route.reasoning,
+            )
+        )
+
+
+def _unmatched(score: float, method: str, reason: str) -> RouteDecision:
+    return RouteDecision(
+        IntentClassification(
+            primary_intent="none", confidence=round(min(max(score, 0.0), 1.0), 4),
+            classification_method=method, agents=[], reasoning=reason,  # type: ignore[arg-type]
+        )
+    )

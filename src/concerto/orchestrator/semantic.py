@@ -1,0 +1,97 @@
+"""Semantic matching of a question against what each routing target declares.
+
+A target is an agent (its description, capabilities and example questions) or a named
+intent of the intent table (its description and examples). Vectors of the declared
+texts are cached on disk, so a cold `concerto ask` embeds only the question.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from concerto.nlp.embeddings import Embedder
+
+# A question may ask for several things at once ("the weather and the time in Seattle").
+# Clauses are split on coordinating words so each part can find its own agent.
+_CLAUSES = re.compile(r"\s*(?:[,;]|\band also\b|\band\b|\balso\b|\bplus\b|&)\s*", re.I)
+
+
+@dataclass(frozen=True)
+class Target:
+    """Something the router can choose: an agent or a named intent."""
+
+    name: str
+    texts: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Match:
+    name: str
+    score: float
+
+
+class SemanticIndex:
+    """Cosine similarity of a question to every target's texts; a target scores its best text."""
+
+    def __init__(self, targets: list[Target], embedder: Embedder, cache_dir: Path | None = None) -> None:
+        self.targets = targets
+        self._embedder = embedder
+        self._texts = [t for target in targets for t in target.texts]
+        self._owner = np.array([i for i, target in enumerate(targets) for _ in target.texts], dtype=np.int64)
+        self._cache_dir = cache_dir
+        self._matrix_: np.ndarray | None = None
+
+    @property
+    def _matrix(self) -> np.ndarray:
+        # Computed on the first semantic question: a structured one never loads the model.
+        if self._matrix_ is None:
+            self._matrix_ = self._vectors(self._texts, self._cache_dir)
+        return self._matrix_
+
+    def _vectors(self, texts: list[str], cache_dir: Path | None) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self._embedder.dimension), np.float32)
+        key = hashlib.sha256("\x1f".join(texts).encode()).hexdigest()[:20]
+        path = cache_dir / f"router-{key}.npy" if cache_dir else None
+        if path is not None and path.exists():
+            try:
+                cached = np.load(path)
+                if cached.shape == (len(texts), self._embedder.dimension):
+                    return cached
+            except (OSError, ValueError):
+                pass
+        matrix = self._embedder.embed(texts)
+        if path is not None:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                np.save(path, matrix)
+            except OSError:
+                pass  # a read-only data dir only costs the cache
+        return matrix
+
+    def rank(self, text: str) -> list[Match]:
+        """Targets by descending similarity to `text`."""
+        return self.rank_many([text])[0]
+
+    def rank_many(self, texts: list[str]) -> list[list[Match]]:
+        if not self.targets:
+            return [[] for _ in texts]
+        sims = self._embedder.embed(texts) @ self._matrix.T  # (questions, target texts)
+        out = []
+        for row in sims:
+            best = np.full(len(self.targets), -1.0, dtype=np.float32)
+            np.maximum.at(best, self._owner, row)
+            order = np.argsort(-best)
+            out.append([Match(self.targets[i].name, float(best[i])) for i in order])
+        return out
+
+
+def clauses(question: str) -> list[str]:
+    """The parts of a question joined by "and", commas and the like."""
+    parts = [p.strip() for p in _CLAUSES.split(question) if p and p.strip()]
+    return parts

@@ -1,0 +1,132 @@
+"""The three MCP servers of 002_*.txt: weather, datetime and echo (official `mcp` SDK, 1.x).
+
+Each tool returns the result shape of the spec's "MCP Protocol Messages" as structured
+content. On failure it raises the SDK's `ToolError` whose text is the spec's error body,
+`{"error": {"code": ..., "message": ...}}`, so any MCP client shows a message a user can
+act on and the pack's agents can read the code back (`parse_tool_error`).
+Run one with `concerto mcp serve weather|datetime|echo --transport stdio|http`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+from concerto.packs.city.models import MAX_ECHO_CHARS, MCPError
+
+if TYPE_CHECKING:
+    from mcp.server.fastmcp import FastMCP
+
+ServerKind = Literal["weather", "datetime", "echo"]
+SERVER_KINDS: tuple[ServerKind, ...] = ("weather", "datetime", "echo")
+TOOL_OF: dict[str, str] = {"weather": "getTemperature", "datetime": "getDateTime", "echo": "echo"}
+HTTP_PATH = "/mcp"
+PROVIDER_TIMEOUT_S = 4.0  # below the agents' 5 s request timeout, so the provider's error wins
+
+
+def tool_error(code: int, message: str, data: dict[str, Any] | None = None) -> Exception:
+    """A `ToolError` carrying the spec's `MCPError` as JSON."""
+    from mcp.server.fastmcp.exceptions import ToolError
+
+    body = MCPError(code=code, message=message, data=data).model_dump(exclude_none=True)
+    return ToolError(json.dumps({"error": body}, ensure_ascii=False))
+
+
+_ERROR_JSON = re.compile(r"\{.*\}", re.S)
+
+
+def parse_tool_error(text: str) -> MCPError:
+    """Read the `MCPError` back from a tool error's text; other servers' texts get code -1."""
+    m = _ERROR_JSON.search(text)
+    if m:
+        try:
+            body = json.loads(m.group(0))
+            return MCPError.model_validate(body.get("error", body))
+        except ValueError:
+            pass
+    return MCPError(code=-1, message=text.strip() or "the tool failed without a message")
+
+
+def _resolve(city: str) -> Any:
+    from concerto.packs.city.cities import CityError, resolve
+
+    try:
+        return resolve(city)
+    except CityError as exc:
+        raise tool_error(exc.code, exc.message, {"reason": exc.reason, "options": exc.options}) from None
+
+
+def build_server(kind: ServerKind, *, host: str = "127.0.0.1", port: int = 8000) -> FastMCP:
+    """A FastMCP server for one kind; the tool is registered with the spec's name."""
+    from mcp.server.fastmcp import FastMCP
+
+    server = FastMCP(
+        name=f"concerto-{kind}", host=host, port=port, streamable_http_path=HTTP_PATH,
+        log_level="WARNING",
+        instructions=f"Concerto city pack: the {TOOL_OF[kind]} tool for US cities.",
+    )
+    {"weather": _add_weather, "datetime": _add_datetime, "echo": _add_echo}[kind](server)
+    return server
+
+
+def _add_weather(server: FastMCP) -> None:
+    from concerto.settings import Settings
+
+    base_url = Settings().weather_url
+
+    @server.tool(name="getTemperature")
+    async def get_temperature(city: str) -> dict[str, Any]:
+        """Current temperature in Fahrenheit and a short weather description for a US city.
+
+        `city` is a US city name as people type it ("Seattle", "St. Louis", "Springfield, IL").
+        """
+        from concerto.packs.city.weather import WeatherError, current_temperature
+
+        place = _resolve(city)
+        try:
+            result = await current_temperature(place, base_url, timeout_s=PROVIDER_TIMEOUT_S)
+        except WeatherError as exc:
+            raise tool_error(exc.code, exc.message) from None
+        return result.model_dump()
+
+
+def _add_datetime(server: FastMCP) -> None:
+    @server.tool(name="getDateTime")
+    async def get_date_time(city: str, at: str | None = None) -> dict[str, Any]:
+        """Local date and time, IANA timezone and UTC offset (±HH:MM) of a US city.
+
+        `city` is a US city name; `at` is an optional ISO 8601 instant (default: now).
+        """
+        from concerto.packs.city.clock import local_time
+
+        place = _resolve(city)
+        instant = datetime.now(UTC)
+        if at:
+            try:
+                instant = datetime.fromisoformat(at)
+            except ValueError:
+                raise tool_error(400, f"'{at}' is not an ISO 8601 instant.") from None
+            if instant.tzinfo is None:
+                instant = instant.replace(tzinfo=UTC)
+        return local_time(place, instant).model_dump()
+
+
+def _add_echo(server: FastMCP) -> None:
+    @server.tool(name="echo")
+    async def echo(text: str) -> dict[str, Any]:
+        """Return the given text unchanged (1 to 1000 characters)."""
+        if not text or not text.strip():
+            raise tool_error(400, "Echo text must be non-empty.")
+        if len(text) > MAX_ECHO_CHARS:
+            raise tool_error(
+                400, f"Echo text is {len(text)} characters; the maximum is {MAX_ECHO_CHARS}.",
+            )
+        return {"original_text": text, "echo_text": text}
+
+
+def serve(kind: ServerKind, transport: Literal["stdio", "http"], host: str, port: int) -> None:
+    """Run one server until it is stopped (stdin closed, or Ctrl-C for HTTP)."""
+    server = build_server(kind, host=host, port=port)
+    server.run("stdio" if transport == "stdio" else "streamable-http")

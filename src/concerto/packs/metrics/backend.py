@@ -1,0 +1,256 @@
+"""Prometheus HTTP API client, direct or through Grafana's datasource proxy.
+
+One `httpx.AsyncClient` per orchestrator is kept in `Resources` (the spec asks for
+connection reuse); the metric catalog (names, type, help text) is cached for
+`metrics_cache_ttl_s` (5 minutes by default). Every failure becomes a
+`MetricsQueryFailure` with the spec's error type, so the node never sees httpx errors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+import httpx
+
+from concerto.packs.metrics.models import MetricsQueryFailure
+
+if TYPE_CHECKING:
+    from concerto.resources import Resources
+    from concerto.settings import Settings
+
+HTTP_CLIENT_KEY = "metrics.http_client"
+NO_BACKEND_MESSAGE = (
+    "No metrics backend is configured: set CONCERTO_PROMETHEUS_URL (e.g. http://127.0.0.1:9090) "
+    "or CONCERTO_GRAFANA_URL with CONCERTO_GRAFANA_TOKEN."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class MetricInfo:
+    """What Prometheus says about one metric: its type, help text and unit."""
+
+    name: str
+    type: str = "unknown"
+    help: str = ""
+    unit: str = ""
+
+
+@dataclass(slots=True)
+class Series:
+    """One series of a range query: its labels and (unix seconds, value) samples."""
+
+    labels: dict[str, str]
+    samples: list[tuple[float, float]]
+
+
+@dataclass(slots=True)
+class _Catalog:
+    metrics: dict[str, MetricInfo]
+    loaded_at: float
+
+
+@dataclass
+class PrometheusBackend:
+    """The Prometheus HTTP API at `base_url` (a Prometheus, or Grafana's proxy to one)."""
+
+    client: httpx.AsyncClient
+    base_url: str
+    source: Literal["prometheus", "grafana"] = "prometheus"
+    headers: dict[str, str] = field(default_factory=dict)
+    timeout_s: float = 10.0
+    cache_ttl_s: float = 300.0
+    _catalog: _Catalog | None = None
+    _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    async def _get(self, path: str, params: dict[str, Any] | None = None) -> Any:
+        """GET `path` and return the `data` of a successful Prometheus response."""
+        url = f"{self.base_url}{path}"
+        where = "Grafana" if self.source == "grafana" else "Prometheus"
+        try:
+            resp = await self.client.get(url, params=params, headers=self.headers, timeout=self.timeout_s)
+        except httpx.TimeoutException as exc:
+            raise MetricsQueryFailure(
+                "grafana_unavailable",
+                f"{where} did not answer within {self.timeout_s:g} s.",
+                suggestion="Try again, ask for a shorter time range, or raise CONCERTO_METRICS_TIMEOUT_S.",
+                details={"url": url, "exception": repr(exc)},
+            ) from exc
+        except httpx.HTTPError as exc:
+            raise MetricsQueryFailure(
+                "grafana_unavailable",
+                f"{where} at {self.base_url} cannot be reached.",
+                suggestion=f"Check that {where} is running and that CONCERTO_"
+                f"{'GRAFANA' if self.source == 'grafana' else 'PROMETHEUS'}_URL points to it.",
+                details={"url": url, "exception": repr(exc)},
+            ) from exc
+        return _unwrap(resp, where, url)
+
+    async def catalog(self) -> dict[str, MetricInfo]:
+        """Metric names with type and help text, cached for `cache_ttl_s`."""
+        async with self._lock:
+            cached = self._catalog
+            if cached is not None and time.monotonic() - cached.loaded_at < self.cache_ttl_s:
+                return cached.metrics
+            names, metadata = await asyncio.gather(
+                self._get("/api/v1/label/__name__/values"), self._get("/api/v1/metadata")
+            )
+            metrics: dict[str, MetricInfo] = {}
+            for name in names or []:
+                entries = (metadata or {}).get(name) or [{}]
+                meta = entries[0]
+                metrics[name] = MetricInfo(
+                    name=name, type=meta.get("type", "unknown") or "unknown",
+                    help=meta.get("help", "") or "", unit=meta.get("unit", "") or "",
+                )
+            # Histogram and summary families are listed in metadata under their base name.
+            for name, entries in (metadata or {}).items():
+                if name not in metrics and entries and any(
+                    f"{name}{suffix}" in metrics for suffix in ("_bucket", "_count", "_sum")
+                ):
+                    meta = entries[0]
+                    metrics[name] = MetricInfo(
+                        name=name, type=meta.get("type", "unknown"), help=meta.get("help", ""),
+                        unit=meta.get("unit", ""),
+                    )
+            self._catalog = _Catalog(metrics=metrics, loaded_at=time.monotonic())
+            return metrics
+
+    async def query_range(self, promql: str, start: datetime, end: datetime, step_s: int) -> list[Series]:
+        """Run a range query; returns one `Series` per result series."""
+        data = await self._get(
+            "/api/v1/query_range",
+            {"query": promql, "start": f"{start.timestamp():.3f}", "end": f"{end.timestamp():.3f}",
+             "step": f"{step_s}s"},
+        )
+        return [
+            Series(labels=item.get("metric", {}), samples=[(float(t), float(v)) for t, v in item.get("values", [])])
+            for item in data.get("result", [])
+        ]
+
+    async def query(self, promql: str, at: datetime) -> list[Series]:
+        """Run an instant query; each series has one sample."""
+        data = await self._get("/api/v1/query", {"query": promql, "time": f"{at.timestamp():.3f}"})
+        out = []
+        for item in data.get("result", []):
+            t, v = item.get("value", (at.timestamp(), "NaN"))
+            out.append(Series(labels=item.get("metric", {}), samples=[(float(t), float(v))]))
+        return out
+
+    async def label_values(self, label: str, match: str | None = None) -> list[str]:
+        """Values a label takes, optionally among the series matching a selector."""
+        params = {"match[]": match} if match else None
+        values = await self._get(f"/api/v1/label/{label}/values", params)
+        return [str(v) for v in values or []]
+
+
+def _unwrap(resp: httpx.Response, where: str, url: str) -> Any:
+    """Turn a Prometheus JSON envelope into its data, or the spec's error type."""
+    try:
+        body = resp.json()
+    except ValueError:
+        body = None
+    details = {"url": url, "status": resp.status_code, "body": resp.text[:500]}
+    if isinstance(body, dict) and body.get("status") == "success":
+        return body.get("data")
+    if resp.status_code in (400, 422) and isinstance(body, dict):
+        raise MetricsQueryFailure(
+            "invalid_query",
+            f"{where} rejected the query: {body.get('error', 'bad request')}",
+            suggestion="Rephrase the question or name the metric exactly.",
+            details=details,
+        )
+    if resp.status_code in (401, 403):
+        raise MetricsQueryFailure(
+            "grafana_unavailable",
+            f"{where} refused the request (HTTP {resp.status_code}).",
+            suggestion="Check CONCERTO_GRAFANA_TOKEN: it needs permission to query the data source.",
+            details=details,
+        )
+    raise MetricsQueryFailure(
+        "grafana_unavailable",
+        f"{where} answered HTTP {resp.status_code}"
+        + (f": {body.get('error')}" if isinstance(body, dict) and body.get("error") else "."),
+        suggestion=f"Check that {where} is healthy, then ask again.",
+        details=details,
+    )
+
+
+def _http_client(settings: Settings) -> httpx.AsyncClient:
+    return httpx.AsyncClient(
+        timeout=settings.metrics_timeout_s,
+        limits=httpx.Limits(max_connections=20, max_keepalive_connections=10),
+        headers={"Accept": "application/json", "User-Agent": "concerto-metrics"},
+    )
+
+
+async def get_backend(settings: Settings, resources: Resources) -> PrometheusBackend:
+    """The configured backend, created once per orchestrator and shared via `resources`.
+
+    Grafana (URL + token) wins over a direct Prometheus URL because it is the spec's
+    primary backend; with neither, `grafana_unavailable` names the settings to set.
+    """
+    client = resources.get(HTTP_CLIENT_KEY, lambda: _http_client(settings))
+    token = settings.grafana_token.get_secret_value() if settings.grafana_token else ""
+    if settings.grafana_url and token:
+        base = settings.grafana_url.rstrip("/")
+        key = f"metrics.backend:grafana:{base}:{settings.grafana_datasource_uid or ''}"
+        backend: PrometheusBackend | None = resources.get(key, lambda: None)
+        if backend is None:
+            headers = {"Authorization": f"Bearer {token}"}
+            uid = settings.grafana_datasource_uid or await _grafana_datasource_uid(
+                client, base, headers, settings.metrics_timeout_s
+            )
+            backend = PrometheusBackend(
+                client=client, base_url=f"{base}/api/datasources/proxy/uid/{uid}", source="grafana",
+                headers=headers, timeout_s=settings.metrics_timeout_s, cache_ttl_s=settings.metrics_cache_ttl_s,
+            )
+            resources.put(key, backend)
+        return backend
+    if settings.prometheus_url:
+        base = settings.prometheus_url.rstrip("/")
+        return resources.get(
+            f"metrics.backend:prometheus:{base}",
+            lambda: PrometheusBackend(
+                client=client, base_url=base, timeout_s=settings.metrics_timeout_s,
+                cache_ttl_s=settings.metrics_cache_ttl_s,
+            ),
+        )
+    raise MetricsQueryFailure(
+        "grafana_unavailable", NO_BACKEND_MESSAGE,
+        suggestion="Set CONCERTO_PROMETHEUS_URL to your Prometheus base URL and ask again.",
+        details={"prometheus_url": None, "grafana_url": settings.grafana_url},
+    )
+
+
+async def _grafana_datasource_uid(
+    client: httpx.AsyncClient, base: str, headers: dict[str, str], timeout_s: float
+) -> str:
+    """The UID of Grafana's Prometheus data source (the default one when there are several)."""
+    url = f"{base}/api/datasources"
+    try:
+        resp = await client.get(url, headers=headers, timeout=timeout_s)
+    except httpx.HTTPError as exc:
+        raise MetricsQueryFailure(
+            "grafana_unavailable", f"Grafana at {base} cannot be reached.",
+            suggestion="Check that Grafana is running and CONCERTO_GRAFANA_URL points to it.",
+            details={"url": url, "exception": repr(exc)},
+        ) from exc
+    if resp.status_code != 200:
+        raise MetricsQueryFailure(
+            "grafana_unavailable", f"Grafana refused to list data sources (HTTP {resp.status_code}).",
+            suggestion="Check CONCERTO_GRAFANA_TOKEN, or set CONCERTO_GRAFANA_DATASOURCE_UID.",
+            details={"url": url, "status": resp.status_code, "body": resp.text[:500]},
+        )
+    sources = [s for s in resp.json() if s.get("type") == "prometheus"]
+    if not sources:
+        raise MetricsQueryFailure(
+            "grafana_unavailable", "Grafana has no Prometheus data source.",
+            suggestion="Add one in Grafana, or set CONCERTO_PROMETHEUS_URL to query Prometheus directly.",
+            details={"url": url},
+        )
+    sources.sort(key=lambda s: not s.get("isDefault", False))
+    return str(sources[0]["uid"])

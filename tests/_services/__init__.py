@@ -1,0 +1,1 @@
+"""Real services started by the test suite (an OpenAI-compatible LLM server, ...)."""
