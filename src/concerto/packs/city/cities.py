@@ -25,7 +25,7 @@ DOMINANCE = 3.0
 MAX_CITY_CHARS = 100
 
 # Letters (any script, accents), spaces, hyphens, and the punctuation real names carry.
-_ALLOWED = re.compile(r"^[^\W\d_][\w .'’‘ʻ,-]*$", re.UNICODE)
+_ALLOWED = re.compile(r"^[^\W\d_][\w .'\u2019\u2018\u02bb,-]*$", re.UNICODE)
 
 ALIASES: dict[str, str] = {
     "nyc": "new york city, ny",
@@ -83,7 +83,7 @@ def normalize(text: str) -> str:
     """Lower case, accents and punctuation dropped, hyphens as spaces, spaces collapsed."""
     text = unicodedata.normalize("NFKD", text)
     text = "".join(c for c in text if not unicodedata.combining(c))
-    text = re.sub(r"[.'’‘ʻ]", "", text.lower())
+    text = re.sub(r"[.'\u2019\u2018\u02bb]", "", text.lower())
     text = re.sub(r"[-\s]+", " ", text)
     return text.strip()
 
@@ -96,7 +96,7 @@ class CityTable:
     states: dict[str, str]
 
     def state_code(self, text: str) -> str | None:
-        """"IL", "il", "Illinois" → "IL"; anything else → None."""
+        """ "IL", "il", "Illinois" → "IL"; anything else → None."""
         key = normalize(text).replace(",", "").strip()
         if key.upper() in self.states.values():
             return key.upper()
@@ -124,8 +124,12 @@ def table() -> CityTable:
         if row["countrycode"] != "US" or "/" in row["name"] or "(" in row["name"]:
             continue  # neighbourhood groupings ("Fenway/Kenmore"), not cities
         city = City(
-            name=row["name"], state=row["admin1code"], latitude=row["latitude"],
-            longitude=row["longitude"], timezone=row["timezone"], population=row["population"],
+            name=row["name"],
+            state=row["admin1code"],
+            latitude=row["latitude"],
+            longitude=row["longitude"],
+            timezone=row["timezone"],
+            population=row["population"],
         )
         by_name.setdefault(normalize(city.name), []).append(city)
     # geonames calls the capital "Washington" in state "DC".
@@ -138,7 +142,7 @@ def table() -> CityTable:
 
 
 def split_state(text: str) -> tuple[str, str | None]:
-    """"Springfield, IL" / "Springfield Illinois" → ("Springfield", "IL")."""
+    """ "Springfield, IL" / "Springfield Illinois" → ("Springfield", "IL")."""
     t = table()
     if "," in text:
         name, _, rest = text.rpartition(",")
@@ -160,13 +164,15 @@ def validate_city_text(text: str) -> str:
     if not text:
         raise CityError(
             "No city given. Name a US city, e.g. 'Seattle' or 'Springfield, IL'.",
-            code=400, reason="invalid_city",
+            code=400,
+            reason="invalid_city",
         )
     if len(text) > MAX_CITY_CHARS or not _ALLOWED.match(text):
         raise CityError(
             f"'{text[:40]}' is not a city name: use letters, spaces and hyphens only "
             "(e.g. 'Winston-Salem', 'St. Louis').",
-            code=400, reason="invalid_city",
+            code=400,
+            reason="invalid_city",
         )
     return text
 
@@ -184,7 +190,9 @@ def resolve(text: str) -> City:
         tail = f" Did you mean {_or_list(hint)}?" if hint else " Try a larger US city nearby."
         raise CityError(
             f"'{name}'{where} is not a US city I know.{tail}",
-            code=404, reason="city_not_found", options=hint,
+            code=404,
+            reason="city_not_found",
+            options=hint,
         )
     if len(matches) == 1 or matches[0].population >= DOMINANCE * matches[1].population:
         return matches[0]
@@ -192,14 +200,18 @@ def resolve(text: str) -> City:
     raise CityError(
         f"There are several cities named {matches[0].name}: {'; '.join(options)}. "
         f"Which one? For example '{options[0]}'.",
-        code=409, reason="ambiguous_city", options=options,
+        code=409,
+        reason="ambiguous_city",
+        options=options,
     )
 
 
 def suggestions(name: str, state: str | None = None, n: int = 3) -> list[str]:
     """The closest real city names, largest first among equally close ones."""
     t = table()
-    keys = [k for k, cities in t.by_name.items() if not state or any(c.state == state for c in cities)]
+    keys = [
+        k for k, cities in t.by_name.items() if not state or any(c.state == state for c in cities)
+    ]
     close = difflib.get_close_matches(normalize(name), keys, n=n, cutoff=0.6)
     out: list[str] = []
     for key in close:

@@ -19,10 +19,15 @@ def mcp() -> None:
 @mcp.command()
 @click.argument("server", type=click.Choice(SERVER_KINDS))
 @click.option(
-    "--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True,
+    "--transport",
+    type=click.Choice(["stdio", "http"]),
+    default="stdio",
+    show_default=True,
     help="stdio: JSON-RPC on stdin/stdout; http: streamable HTTP at path /mcp.",
 )
-@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on (http).")
+@click.option(
+    "--host", default="127.0.0.1", show_default=True, help="Interface to listen on (http)."
+)
 @click.option("--port", type=int, default=8000, show_default=True, help="Port to listen on (http).")
 def serve(server: str, transport: str, host: str, port: int) -> None:
     """Run one MCP server: weather (getTemperature), datetime (getDateTime) or echo (echo).

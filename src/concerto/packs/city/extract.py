@@ -13,16 +13,37 @@ import re
 
 from concerto.packs.city.cities import ALIASES, normalize, table
 
-_WORD = re.compile(r"[^\W\d_][\w.'’‘ʻ-]*", re.UNICODE)
+_WORD = re.compile(r"[^\W\d_][\w.'\u2019\u2018\u02bb-]*", re.UNICODE)
 _PREPOSITIONS = {"in", "at", "for", "of", "near", "around"}
 _AFTER_PREP = re.compile(
-    r"\b(?:in|at|for)\s+(?P<name>[A-Z][\w.'’-]*(?:[ -][A-Z][\w.'’-]*)*(?:,\s*[A-Z]{2})?)"
+    r"\b(?:in|at|for)\s+(?P<name>[A-Z][\w.'\u2019-]*(?:[ -][A-Z][\w.'\u2019-]*)*(?:,\s*[A-Z]{2})?)"
 )
 # Words that are city names somewhere but almost never mean one in a question.
 _NOT_CITIES = {
-    "time", "weather", "temperature", "date", "now", "today", "normal", "mobile",
-    "independence", "surprise", "commerce", "sunrise", "orange", "temple", "enterprise",
-    "university", "union", "center", "central", "north", "south", "east", "west", "deal",
+    "time",
+    "weather",
+    "temperature",
+    "date",
+    "now",
+    "today",
+    "normal",
+    "mobile",
+    "independence",
+    "surprise",
+    "commerce",
+    "sunrise",
+    "orange",
+    "temple",
+    "enterprise",
+    "university",
+    "union",
+    "center",
+    "central",
+    "north",
+    "south",
+    "east",
+    "west",
+    "deal",
 }
 _MAX_WORDS = 5
 
@@ -56,7 +77,9 @@ def extract_city(question: str) -> str:
     return m.group("name") if m else ""
 
 
-def _state_after(question: str, words: list[tuple[str, int, int]], j: int) -> tuple[str | None, int]:
+def _state_after(
+    question: str, words: list[tuple[str, int, int]], j: int
+) -> tuple[str | None, int]:
     """A state code or name right after word `j` ("IL", "Illinois", "New Mexico")."""
     t = table()
     for n in (2, 1):

@@ -8,8 +8,8 @@ answer, built from the engine's `OrchestratorOutput` by `to_query_response`.
 
 from __future__ import annotations
 
-import re
 import datetime as dt
+import re
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -234,9 +234,9 @@ def to_query_response(output: OrchestratorOutput | OrchestratorErrorResponse) ->
     return QueryResponse(
         query_id=output.query_id,
         message=message,
-        temperature=data.get(AgentType.TEMPERATURE),  # type: ignore[arg-type]
-        datetime=data.get(AgentType.DATETIME),  # type: ignore[arg-type]
-        echo=data.get(AgentType.ECHO),  # type: ignore[arg-type]
+        temperature=data.get(AgentType.TEMPERATURE),
+        datetime=data.get(AgentType.DATETIME),
+        echo=data.get(AgentType.ECHO),
         invoked_agents=list(dict.fromkeys(invoked)),
         orchestration_log=log,
         errors=errors,

@@ -55,7 +55,9 @@ def _resolve(city: str) -> Any:
     try:
         return resolve(city)
     except CityError as exc:
-        raise tool_error(exc.code, exc.message, {"reason": exc.reason, "options": exc.options}) from None
+        raise tool_error(
+            exc.code, exc.message, {"reason": exc.reason, "options": exc.options}
+        ) from None
 
 
 def build_server(kind: ServerKind, *, host: str = "127.0.0.1", port: int = 8000) -> FastMCP:
@@ -63,7 +65,10 @@ def build_server(kind: ServerKind, *, host: str = "127.0.0.1", port: int = 8000)
     from mcp.server.fastmcp import FastMCP
 
     server = FastMCP(
-        name=f"concerto-{kind}", host=host, port=port, streamable_http_path=HTTP_PATH,
+        name=f"concerto-{kind}",
+        host=host,
+        port=port,
+        streamable_http_path=HTTP_PATH,
         log_level="WARNING",
         instructions=f"Concerto city pack: the {TOOL_OF[kind]} tool for US cities.",
     )
@@ -121,7 +126,8 @@ def _add_echo(server: FastMCP) -> None:
             raise tool_error(400, "Echo text must be non-empty.")
         if len(text) > MAX_ECHO_CHARS:
             raise tool_error(
-                400, f"Echo text is {len(text)} characters; the maximum is {MAX_ECHO_CHARS}.",
+                400,
+                f"Echo text is {len(text)} characters; the maximum is {MAX_ECHO_CHARS}.",
             )
         return {"original_text": text, "echo_text": text}
 

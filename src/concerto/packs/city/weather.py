@@ -21,16 +21,34 @@ FORECAST_PATH = "/v1/forecast"
 
 # WMO weather interpretation codes, as Open-Meteo documents them.
 WMO_CODES: dict[int, str] = {
-    0: "clear sky", 1: "mainly clear", 2: "partly cloudy", 3: "overcast",
-    45: "foggy", 48: "foggy with rime",
-    51: "light drizzle", 53: "drizzle", 55: "dense drizzle",
-    56: "light freezing drizzle", 57: "freezing drizzle",
-    61: "light rain", 63: "rain", 65: "heavy rain",
-    66: "light freezing rain", 67: "freezing rain",
-    71: "light snow", 73: "snow", 75: "heavy snow", 77: "snow grains",
-    80: "light rain showers", 81: "rain showers", 82: "violent rain showers",
-    85: "light snow showers", 86: "heavy snow showers",
-    95: "thunderstorms", 96: "thunderstorms with light hail", 99: "thunderstorms with heavy hail",
+    0: "clear sky",
+    1: "mainly clear",
+    2: "partly cloudy",
+    3: "overcast",
+    45: "foggy",
+    48: "foggy with rime",
+    51: "light drizzle",
+    53: "drizzle",
+    55: "dense drizzle",
+    56: "light freezing drizzle",
+    57: "freezing drizzle",
+    61: "light rain",
+    63: "rain",
+    65: "heavy rain",
+    66: "light freezing rain",
+    67: "freezing rain",
+    71: "light snow",
+    73: "snow",
+    75: "heavy snow",
+    77: "snow grains",
+    80: "light rain showers",
+    81: "rain showers",
+    82: "violent rain showers",
+    85: "light snow showers",
+    86: "heavy snow showers",
+    95: "thunderstorms",
+    96: "thunderstorms with light hail",
+    99: "thunderstorms with heavy hail",
 }
 
 
@@ -56,8 +74,10 @@ async def current_temperature(
 
     url = base_url.rstrip("/") + FORECAST_PATH
     params = {
-        "latitude": f"{city.latitude:.4f}", "longitude": f"{city.longitude:.4f}",
-        "current": "temperature_2m,weather_code", "temperature_unit": "fahrenheit",
+        "latitude": f"{city.latitude:.4f}",
+        "longitude": f"{city.longitude:.4f}",
+        "current": "temperature_2m,weather_code",
+        "temperature_unit": "fahrenheit",
     }
     own = client is None
     http = client or httpx.AsyncClient(timeout=timeout_s)
@@ -66,12 +86,14 @@ async def current_temperature(
     except httpx.TimeoutException:
         raise WeatherError(
             f"The weather provider at {base_url} did not answer within {timeout_s:g} s. "
-            "Try again in a moment.", code=504,
+            "Try again in a moment.",
+            code=504,
         ) from None
     except httpx.HTTPError as exc:
         raise WeatherError(
             f"The weather provider at {base_url} cannot be reached ({type(exc).__name__}); "
-            "check the network connection or set CONCERTO_WEATHER_URL.", code=503,
+            "check the network connection or set CONCERTO_WEATHER_URL.",
+            code=503,
         ) from None
     finally:
         if own:
@@ -91,7 +113,9 @@ def parse_forecast(status: int, body: bytes, city: City) -> WeatherResult:
         reason = data.get("reason") if isinstance(data, dict) else None
         raise WeatherError(
             f"The weather provider refused the request (HTTP {status}"
-            + (f": {reason}" if reason else "") + ").", code=502,
+            + (f": {reason}" if reason else "")
+            + ").",
+            code=502,
         )
     try:
         current = data["current"]
@@ -106,11 +130,15 @@ def parse_forecast(status: int, body: bytes, city: City) -> WeatherResult:
     unit = "C" if "C" in unit_text else "F"
     try:
         return WeatherResult(
-            temperature=round(value, 1), unit=unit, description=describe(code),
-            city=city.label, source=SOURCE,
+            temperature=round(value, 1),
+            unit=unit,
+            description=describe(code),
+            city=city.label,
+            source=SOURCE,
         )
     except ValueError:
         raise WeatherError(
             f"The weather provider reported an implausible {value}°{unit} for {city.label} "
-            "(valid: -100 to 150 °F).", code=502,
+            "(valid: -100 to 150 °F).",
+            code=502,
         ) from None

@@ -1,0 +1,107 @@
+"""What the pack's agents share: calling a tool on a shared session and checking its answer."""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from concerto.agents.base import AgentContext, AgentFailure
+from concerto.contracts.common import ErrorKind
+from concerto.contracts.events import EventType
+
+M = TypeVar("M", bound=BaseModel)
+
+_ERROR_TYPES = {
+    400: "invalid_input",
+    404: "city_not_found",
+    409: "ambiguous_city",
+    502: "provider_error",
+    503: "provider_unavailable",
+    504: "provider_timeout",
+}
+_SUGGESTIONS = {
+    "ambiguous_city": "Ask again with the state, e.g. '{first}'.",
+    "city_not_found": "Did you mean {options}?",
+}
+
+
+async def call_tool(
+    context: AgentContext, server: str, tool: str, arguments: dict[str, Any]
+) -> dict[str, Any]:
+    """Call `tool` on the named server through the orchestrator's shared session.
+
+    Every failure becomes an `AgentFailure` whose message a user can act on; the
+    server's error code, reason and options (e.g. the cities a name could mean) go to
+    `details`.
+    """
+    from concerto.packs.city.client import MCPCallError, server_for
+
+    await context.emit(
+        EventType.ACTION,
+        f"Calling {tool} on the {server} MCP server",
+        {"server": server, "tool": tool, "arguments": arguments},
+        step=2,
+    )
+    try:
+        return await server_for(context.resources, server, context.settings).call(tool, arguments)
+    except MCPCallError as exc:
+        reason = str(exc.data.get("reason") or "")
+        error_type = (
+            reason
+            or _ERROR_TYPES.get(exc.code)
+            or (
+                "timeout"
+                if exc.kind == ErrorKind.TIMEOUT
+                else "mcp_unavailable"
+                if exc.kind == ErrorKind.UNAVAILABLE
+                else "mcp_error"
+            )
+        )
+        options = [str(o) for o in exc.data.get("options") or []]
+        template = _SUGGESTIONS.get(error_type)
+        suggestion = (
+            template.format(first=options[0], options=" or ".join(options))
+            if (template and options)
+            else None
+        )
+        raise AgentFailure(
+            exc.message,
+            error_type=error_type,
+            kind=exc.kind,
+            suggestion=suggestion,
+            details={"server": server, "tool": tool, "code": exc.code, "options": options},
+        ) from None
+
+
+def check_result(model: type[M], data: dict[str, Any], server: str, tool: str) -> M:
+    """Validate a tool's structured result against the spec's shape; malformed → AgentFailure."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'result'}: {e['msg']}" for e in exc.errors()
+        )
+        raise AgentFailure(
+            f"The {server} MCP server returned a malformed {tool} result ({problems}).",
+            error_type="malformed_response",
+            kind=ErrorKind.ERROR,
+            details={"server": server, "tool": tool, "result": data},
+        ) from None
+
+
+def city_from(payload: dict[str, Any]) -> str:
+    """The city of a payload, extracted from the question when `prepare` did not run."""
+    city = str(payload.get("city") or "").strip()
+    if not city and payload.get("request"):
+        from concerto.packs.city.extract import extract_city
+
+        city = extract_city(str(payload["request"]))
+    if not city:
+        raise AgentFailure(
+            "Which city? Name a US city, e.g. 'What time is it in Seattle?'.",
+            error_type="missing_city",
+            kind=ErrorKind.VALIDATION,
+            suggestion="Ask again with a city, e.g. 'Springfield, IL'.",
+        )
+    return city

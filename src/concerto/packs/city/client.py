@@ -1,0 +1,289 @@
+"""A long-lived MCP client session per server, shared by the agents of one orchestrator.
+
+`MCPServer` is the object kept in `Resources` (one per server): it connects on first
+use, reconnects after the server died, bounds the connection and each call by the
+configured timeouts, and turns every failure into an `MCPCallError` with an `ErrorKind`.
+
+Why a task owns each session: the SDK's transports are anyio context managers whose
+cancel scopes must be entered and left by the same task, while the agents calling
+tools run in the executor's tasks and `Resources.aclose()` runs in yet another. The
+owner task opens the transport and the `ClientSession`, signals it is ready, and closes
+both when asked; calls from any task go through the session's streams.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sys
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from concerto.contracts.common import ErrorKind
+
+if TYPE_CHECKING:
+    from mcp import ClientSession
+    from mcp.types import Tool
+
+    from concerto.settings import Settings
+
+_TERMINATE_GRACE_S = 3.0
+
+
+class ServerSpec(BaseModel):
+    """How to reach one MCP server: a command to start (stdio) or a streamable HTTP URL."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(..., min_length=1, description="Server name; prefixes its tools' agent names")
+    command: str | None = Field(None, description="Executable started with stdio transport")
+    args: list[str] = []
+    env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables")
+    cwd: str | None = None
+    url: str | None = Field(None, description="Streamable HTTP endpoint, e.g. http://host:8000/mcp")
+    headers: dict[str, str] = {}
+    description: str | None = Field(None, description="Shown before each tool's own description")
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> ServerSpec:
+        if bool(self.command) == bool(self.url):
+            raise ValueError(f"MCP server '{self.name}': give exactly one of `command` or `url`")
+        return self
+
+    @property
+    def where(self) -> str:
+        """The URL or command line, for messages."""
+        return self.url or " ".join([self.command or "", *self.args]).strip()
+
+
+def builtin_spec(kind: str, settings: Settings) -> ServerSpec:
+    """The pack's own server, started as `python -m concerto.packs.city.cli serve KIND`."""
+    return ServerSpec(
+        name=kind,
+        command=sys.executable,
+        args=["-m", "concerto.packs.city.cli", "serve", kind, "--transport", "stdio"],
+        env={"CONCERTO_WEATHER_URL": settings.weather_url},
+    )
+
+
+class MCPCallError(Exception):
+    """A failed connection or tool call; `code` is the server's MCPError code when it sent one."""
+
+    def __init__(
+        self, message: str, *, kind: ErrorKind, code: int = -1, data: dict[str, Any] | None = None
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.kind = kind
+        self.code = code
+        self.data = data or {}
+
+
+class MCPServer:
+    """One server's session, (re)connected on demand; `aclose()` stops it."""
+
+    def __init__(self, spec: ServerSpec, *, connect_timeout_s: float, request_timeout_s: float):
+        self.spec = spec
+        self.connect_timeout_s = connect_timeout_s
+        self.request_timeout_s = request_timeout_s
+        self._session: ClientSession | None = None
+        self._owner: asyncio.Task[None] | None = None
+        self._closing = asyncio.Event()
+        self._lock = asyncio.Lock()
+
+    @classmethod
+    def from_settings(cls, spec: ServerSpec, settings: Settings) -> MCPServer:
+        return cls(
+            spec,
+            connect_timeout_s=settings.mcp_connect_timeout_ms / 1000,
+            request_timeout_s=settings.city_request_timeout_ms / 1000,
+        )
+
+    @property
+    def connected(self) -> bool:
+        return self._session is not None and self._owner is not None and not self._owner.done()
+
+    async def session(self) -> ClientSession:
+        """The open session, connecting (again) if there is none or the last one died."""
+        async with self._lock:
+            if not self.connected:
+                await self._stop()
+                await self._connect()
+            assert self._session is not None
+            return self._session
+
+    async def _connect(self) -> None:
+        ready: asyncio.Future[ClientSession] = asyncio.get_running_loop().create_future()
+        self._closing = asyncio.Event()
+        self._owner = asyncio.create_task(self._own(ready), name=f"mcp:{self.spec.name}")
+        try:
+            self._session = await asyncio.wait_for(asyncio.shield(ready), self.connect_timeout_s)
+        except TimeoutError:
+            ready.cancel()  # the owner must not report into a future nobody awaits
+            await self._stop()
+            raise MCPCallError(
+                f"MCP server '{self.spec.name}' ({self.spec.where}) did not complete the "
+                f"connection within {self.connect_timeout_s:g} s; check that it starts and "
+                "speaks MCP, or raise CONCERTO_MCP_CONNECT_TIMEOUT_MS.",
+                kind=ErrorKind.TIMEOUT,
+            ) from None
+        except MCPCallError:
+            await self._stop()
+            raise
+
+    async def _own(self, ready: asyncio.Future[ClientSession]) -> None:
+        """Open transport and session, hand the session over, hold it until closing."""
+        from mcp import ClientSession
+
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                read, write = await self._open_transport(stack)
+                session = await stack.enter_async_context(ClientSession(read, write))
+                await session.initialize()
+                if not ready.done():
+                    ready.set_result(session)
+                await self._closing.wait()
+        except BaseException as exc:
+            if not ready.done():
+                ready.set_exception(self._connect_error(exc))
+            if not isinstance(exc, asyncio.CancelledError | Exception):
+                raise
+        finally:
+            self._session = None
+
+    async def _open_transport(self, stack: contextlib.AsyncExitStack) -> tuple[Any, Any]:
+        spec = self.spec
+        if spec.url:
+            import httpx
+            from mcp.client.streamable_http import streamable_http_client
+
+            client = await stack.enter_async_context(
+                httpx.AsyncClient(
+                    headers=spec.headers,
+                    timeout=httpx.Timeout(self.request_timeout_s, connect=self.connect_timeout_s),
+                )
+            )
+            read, write, _ = await stack.enter_async_context(
+                streamable_http_client(spec.url, http_client=client)
+            )
+            return read, write
+        from mcp import StdioServerParameters
+        from mcp.client.stdio import stdio_client
+
+        params = StdioServerParameters(
+            command=spec.command or "", args=spec.args, env={**os.environ, **spec.env}, cwd=spec.cwd
+        )
+        return await stack.enter_async_context(stdio_client(params, errlog=sys.stderr))
+
+    def _connect_error(self, exc: BaseException) -> MCPCallError:
+        leaf = _leaf(exc)
+        return MCPCallError(
+            f"Cannot connect to MCP server '{self.spec.name}' ({self.spec.where}): "
+            f"{type(leaf).__name__}: {leaf}".rstrip(": "),
+            kind=ErrorKind.UNAVAILABLE,
+        )
+
+    async def _stop(self) -> None:
+        """Ask the owner task to close the session, cancelling it if it does not in time."""
+        owner, self._owner, self._session = self._owner, None, None
+        if owner is None or owner.done():
+            return
+        self._closing.set()
+        try:
+            await asyncio.wait_for(asyncio.shield(owner), _TERMINATE_GRACE_S)
+        except (TimeoutError, Exception):
+            owner.cancel()
+            with contextlib.suppress(BaseException):
+                await owner
+
+    async def list_tools(self) -> list[Tool]:
+        """Every tool of the server (all pages)."""
+        session = await self.session()
+        tools: list[Tool] = []
+        cursor: str | None = None
+        while True:
+            page = await asyncio.wait_for(session.list_tools(cursor), self.request_timeout_s)
+            tools.extend(page.tools)
+            cursor = page.nextCursor
+            if not cursor:
+                return tools
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Call a tool; return its structured result or raise `MCPCallError`."""
+        from mcp.shared.exceptions import McpError
+
+        from concerto.packs.city.servers import parse_tool_error
+
+        session = await self.session()
+        try:
+            result = await asyncio.wait_for(
+                session.call_tool(
+                    tool, arguments, read_timeout_seconds=timedelta(seconds=self.request_timeout_s)
+                ),
+                self.request_timeout_s + 0.5,
+            )
+        except (TimeoutError, McpError) as exc:
+            timed_out = isinstance(exc, TimeoutError) or "Timed out" in str(exc)
+            if not timed_out:
+                await self._forget()
+            raise MCPCallError(
+                f"MCP server '{self.spec.name}' did not answer {tool} within "
+                f"{self.request_timeout_s:g} s."
+                if timed_out
+                else f"MCP server '{self.spec.name}' failed during {tool}: {exc}. "
+                "It will be restarted on the next request.",
+                kind=ErrorKind.TIMEOUT if timed_out else ErrorKind.UNAVAILABLE,
+            ) from None
+        except Exception as exc:  # a transport that broke under the call
+            await self._forget()
+            raise MCPCallError(
+                f"MCP server '{self.spec.name}' connection failed during {tool}: {_leaf(exc)}",
+                kind=ErrorKind.UNAVAILABLE,
+            ) from None
+        text = "\n".join(getattr(c, "text", "") for c in result.content).strip()
+        if result.isError:
+            err = parse_tool_error(text)
+            kind = ErrorKind.VALIDATION if 400 <= err.code < 500 else ErrorKind.ERROR
+            if err.code in (503, 504):
+                kind = ErrorKind.UNAVAILABLE
+            raise MCPCallError(err.message, kind=kind, code=err.code, data=err.data)
+        if result.structuredContent is not None:
+            return dict(result.structuredContent)
+        return {"text": text}
+
+    async def _forget(self) -> None:
+        """Drop a broken session so the next call reconnects."""
+        async with self._lock:
+            await self._stop()
+
+    async def aclose(self) -> None:
+        """Close the session and stop the server process (called by `Resources.aclose`)."""
+        async with self._lock:
+            await self._stop()
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The first real error inside (nested) exception groups."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def server_for(resources: Any, name: str, settings: Settings) -> MCPServer:
+    """The shared `MCPServer` named `name` in this orchestrator's resources.
+
+    A built-in name (weather, datetime, echo) is the pack's own server unless the MCP
+    servers file lists a server of that name, which then replaces it (e.g. a URL).
+    """
+
+    def make() -> MCPServer:
+        from concerto.packs.city.config import load_servers
+
+        specs = {s.name: s for s in load_servers(settings.mcp_servers_file)}
+        spec = specs.get(name) or builtin_spec(name, settings)
+        return MCPServer.from_settings(spec, settings)
+
+    return resources.get(f"city.mcp.{name}", make)

@@ -1,0 +1,88 @@
+"""The `datetime` agent of 002_*.txt: local date, time and UTC offset of a US city, via MCP."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from concerto.agents.base import Agent, AgentContext, AgentInfo, AgentResult
+from concerto.agents.registry import register_agent
+from concerto.packs.city.calls import call_tool, check_result, city_from
+from concerto.packs.city.models import DateTimeData, DateTimeResult
+from concerto.packs.city.temperature import AGENT_TIMEOUT_MS
+
+
+@register_agent
+class DateTimeAgent(Agent):
+    """Asks the datetime MCP server (`getDateTime`) for the local time at `context.now`."""
+
+    info = AgentInfo(
+        name="datetime",
+        pack="city",
+        description=(
+            "Current local date and clock time in a US city, with its timezone and UTC offset "
+            "(daylight saving time included)."
+        ),
+        capabilities=[
+            "Local time of day in a US city",
+            "Today's date in a US city",
+            "Timezone and UTC offset of a US city",
+        ],
+        inputs={"city": "US city, optionally with its state: 'Seattle', 'Springfield, IL'"},
+        outputs={
+            "city": "City and state",
+            "datetime": "Local time, ISO 8601",
+            "timezone": "IANA timezone",
+            "utc_offset": "UTC offset, ±HH:MM",
+            "timestamp": "When it was computed (UTC)",
+        },
+        examples=[
+            "What time is it in Seattle?",
+            "What's the date today in New York?",
+            "What timezone is Denver in?",
+            "Current local time in Honolulu",
+        ],
+        default_timeout_ms=AGENT_TIMEOUT_MS,
+        max_concurrency=2,
+    )
+
+    async def prepare(self, request: str, context: AgentContext) -> dict[str, Any]:
+        """Find the city in the question (as typed; the server resolves it)."""
+        from concerto.packs.city.extract import extract_city
+
+        return {"city": extract_city(request), "request": request}
+
+    async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
+        city = city_from(payload)
+        at = context.now.astimezone(UTC).isoformat()
+        raw = await call_tool(context, "datetime", "getDateTime", {"city": city, "at": at})
+        result = check_result(DateTimeResult, raw, "datetime", "getDateTime")
+        data = check_result(
+            DateTimeData,
+            {
+                "city": result.city or city,
+                "datetime": result.datetime,
+                "timezone": result.timezone,
+                "utc_offset": result.utc_offset,
+                "timestamp": context.now.astimezone(UTC),
+            },
+            "datetime",
+            "getDateTime",
+        )
+        zone = f"{data.timezone}, UTC{data.utc_offset}"
+        sentence = f"It is {_spoken(data.datetime)} in {data.city} ({zone})."
+        return AgentResult(
+            output=data.model_dump(mode="json"),
+            summary=sentence,
+            key_findings=[sentence],
+            follow_up_questions=[f"What's the temperature in {data.city}?"],
+        )
+
+
+def _spoken(local: datetime) -> str:
+    """ "3:30 PM on Sunday, March 9, 2025"."""
+    hour = local.hour % 12 or 12
+    return (
+        f"{hour}:{local.minute:02d} {'AM' if local.hour < 12 else 'PM'} on "
+        f"{local:%A}, {local:%B} {local.day}, {local.year}"
+    )
