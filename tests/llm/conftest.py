@@ -1,0 +1,77 @@
+"""Fixtures of the LLM tests: the real llama.cpp server, and small misbehaving HTTP servers."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+# `_services` lives in tests/; make it importable however pytest was told to import tests.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from _services.llama import LlamaServer, running_llama_server
+
+
+@pytest.fixture(scope="session")
+def llama_server() -> Iterator[LlamaServer]:
+    """The real OpenAI-compatible server (llama-cpp-python + SmolLM2-135M), shared per session."""
+    with running_llama_server() as server:
+        yield server
+
+
+class _Misbehaving(BaseHTTPRequestHandler):
+    """Answers `POST /<behaviour>/v1/chat/completions` badly, in the way the path names."""
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        self.rfile.read(length)
+        behaviour = self.path.strip("/").split("/")[0]
+        if behaviour == "slow":
+            time.sleep(2.0)
+            self._send(200, "application/json", json.dumps({"choices": []}))
+        elif behaviour == "garbage":
+            self._send(200, "text/plain", "<html>this is not a chat completion</html>")
+        elif behaviour == "nochoices":
+            self._send(200, "application/json", json.dumps({"object": "chat.completion"}))
+        elif behaviour == "error500":
+            body = {"error": {"message": "model crashed: out of memory", "type": "server_error"}}
+            self._send(500, "application/json", json.dumps(body))
+        elif behaviour == "text500":
+            self._send(500, "text/plain", "Internal Server Error")
+        elif behaviour == "unauthorized":
+            body = {"error": {"message": "Incorrect API key provided", "code": "invalid_api_key"}}
+            self._send(401, "application/json", json.dumps(body))
+        else:
+            self._send(404, "application/json", json.dumps({"detail": "Not Found"}))
+
+    def _send(self, status: int, content_type: str, body: str) -> None:
+        data = body.encode()
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except OSError:
+            pass  # the client gave up (the timeout test); nothing to answer
+
+    def log_message(self, format: str, *args: object) -> None:
+        """Keep the test output quiet."""
+
+
+@pytest.fixture(scope="session")
+def bad_server() -> Iterator[str]:
+    """Base URL (`http://127.0.0.1:PORT`) of an HTTP server that answers chat calls badly."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Misbehaving)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
