@@ -103,7 +103,7 @@ class Executor:
         async def run_task(task: AgentTask) -> None:
             ready = start
             try:
-                deps = [await done[d] for d in task.depends_on]
+                deps = [await asyncio.shield(done[d]) for d in task.depends_on]
                 ready = time.perf_counter()
                 failed = [d for d in deps if d.status is not ExecutionStatus.COMPLETED]
                 if failed:
