@@ -1,0 +1,118 @@
+"""Find the metric a question means: by exact name, else by meaning.
+
+Meaning is the cosine similarity of local sentence embeddings between the question
+and (a) the everyday concepts available on this server, (b) metric names with their
+help text. Embedding a thousand help texts would take seconds, so a cheap word
+overlap first keeps the few dozen metrics worth embedding; the embedder caches each
+text, so a warm question costs one embedding.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from concerto.packs.metrics.promql import CONCEPTS, METRIC_TOKEN, Concept
+
+if TYPE_CHECKING:
+    from concerto.nlp.embeddings import Embedder
+    from concerto.packs.metrics.backend import MetricInfo
+
+MIN_SIMILARITY = 0.30
+# Concepts are curated and compute the right expression (a busy fraction, not a raw
+# counter), so at equal similarity they should win over a raw metric.
+CONCEPT_BONUS = 0.08
+PREFILTER = 24
+_STOP = {
+    "show", "me", "the", "a", "an", "of", "for", "in", "on", "over", "what", "whats", "is", "was", "are",
+    "how", "much", "many", "give", "get", "tell", "about", "and", "to", "with", "my", "our", "please",
+    "last", "past", "hour", "hours", "minute", "minutes", "day", "days", "week", "weeks", "since", "ago",
+    "average", "avg", "mean", "max", "maximum", "min", "minimum", "peak", "total", "sum", "current", "now",
+    "by", "per", "at", "during", "from", "between", "today", "yesterday", "it", "be", "been", "has", "have",
+}
+_SUFFIXES = ("ing", "ed", "es", "s")
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A concept or metric the question may mean, with its similarity."""
+
+    name: str
+    score: float
+    concept: Concept | None = None
+
+
+def _stem(word: str) -> str:
+    for suffix in _SUFFIXES:
+        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+@lru_cache(maxsize=8192)
+def _words(text: str) -> frozenset[str]:
+    raw = re.findall(r"[a-z0-9]+", text.lower().replace("_", " "))
+    return frozenset(_stem(w) for w in raw if w not in _STOP and len(w) > 1)
+
+
+def words(text: str) -> set[str]:
+    """Content words of a text, crudely stemmed; metric names split on underscores."""
+    return set(_words(text))
+
+
+
+def describe_metric(info: MetricInfo) -> str:
+    """The text a metric is matched by: its name in words and its help text."""
+    name = info.name.replace("_", " ").replace(":", " ")
+    return f"{name}: {info.help}" if info.help else name
+
+
+def explicit_metric(question: str, catalog: Mapping[str, MetricInfo]) -> tuple[str | None, str | None]:
+    """(metric named exactly in the question, a metric-like word that does not exist)."""
+    unknown = None
+    for token in METRIC_TOKEN.findall(question):
+        if token in catalog:
+            return token, None
+        for suffix in ("_bucket", "_count", "_sum"):
+            base = token.removesuffix(suffix)
+            if base != token and base in catalog:
+                return base, None
+        unknown = unknown or token
+    return None, unknown
+
+
+def closest_names(name: str, catalog: Sequence[str], n: int = 3) -> list[str]:
+    """Metric names spelled closest to `name`, for a metric_not_found suggestion."""
+    return difflib.get_close_matches(name, list(catalog), n=n, cutoff=0.4)
+
+
+def _prefilter(question_words: set[str], catalog: Mapping[str, MetricInfo]) -> list[MetricInfo]:
+    scored: list[tuple[float, str]] = []
+    for name, info in catalog.items():
+        if name.endswith(("_bucket", "_count", "_sum")) and name.rsplit("_", 1)[0] in catalog:
+            continue  # the family's base name stands for it
+        overlap = question_words & _words(describe_metric(info))
+        if overlap:
+            scored.append((len(overlap) / math.sqrt(len(_words(name)) + 1), name))
+    scored.sort(key=lambda item: (-item[0], len(item[1]), item[1]))
+    return [catalog[name] for _, name in scored[:PREFILTER]]
+
+
+def rank(
+    question: str, catalog: Mapping[str, MetricInfo], embedder: Embedder, limit: int = 5
+) -> list[Candidate]:
+    """Concepts available on this server and metrics, best match first."""
+    concepts = [c for c in CONCEPTS if c.resolve(catalog) is not None]
+    metrics = _prefilter(words(question), catalog)
+    texts = [question] + [c.description for c in concepts] + [describe_metric(m) for m in metrics]
+    vectors = embedder.embed(texts)
+    scores = vectors[1:] @ vectors[0]
+    out = [Candidate(c.key, float(s) + CONCEPT_BONUS, c) for c, s in zip(concepts, scores[: len(concepts)], strict=True)]
+    out += [Candidate(m.name, float(s)) for m, s in zip(metrics, scores[len(concepts):], strict=True)]
+    out.sort(key=lambda c: -c.score)
+    return out[:limit]
