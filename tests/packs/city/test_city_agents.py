@@ -1,0 +1,211 @@
+"""The `temperature`, `datetime` and `echo` agents calling the real MCP servers."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+
+import pytest
+
+from concerto.agents.base import AgentFailure
+from concerto.agents.registry import load_registry
+from concerto.contracts.common import ErrorKind
+from concerto.packs.city.client import MCPServer
+from concerto.packs.city.datetime_agent import DateTimeAgent
+from concerto.packs.city.echo import EchoAgent
+from concerto.packs.city.models import DateTimeData, EchoData, TemperatureData
+from concerto.packs.city.temperature import TemperatureAgent
+from concerto.resources import Resources
+from concerto.settings import Settings
+from concerto.testing import make_context
+
+from .conftest import servers_file
+from .replay import Replay, forecast
+
+NOW = datetime(2025, 3, 9, 8, 0, tzinfo=UTC)  # the first minute of CDT in Chicago
+
+
+def test_agents_are_registered_with_the_pack_limits() -> None:
+    registry = load_registry("city")
+    for name in ("temperature", "datetime", "echo"):
+        info = registry.get(name).info
+        assert info.pack == "city" and info.max_concurrency == 2
+        assert info.description and info.capabilities and info.examples
+
+
+async def test_temperature(settings: Settings, resources: Resources, provider: Replay) -> None:
+    agent = TemperatureAgent(settings, resources)
+    question = "How warm is it in Seattle right now?"
+    ctx = make_context(question, now=NOW, settings=settings, resources=resources)
+    payload = await agent.prepare(question, ctx)
+    assert payload["city"] == "Seattle"
+    result = await agent.run(ctx, payload)
+    assert result.summary == "It is 72.5°F and partly cloudy in Seattle, WA."
+    data = TemperatureData.model_validate(result.output)
+    assert (data.city, data.temperature, data.unit, data.source) == (
+        "Seattle, WA",
+        72.5,
+        "F",
+        "open-meteo",
+    )
+    assert data.timestamp == NOW
+
+    provider.set(forecast(-12.4, 73))
+    cold = await agent.run(ctx, {"city": "Fairbanks"})
+    assert cold.summary == "It is -12.4°F and snow in Fairbanks, AK."
+
+
+async def test_datetime_across_dst_phoenix_and_honolulu(
+    settings: Settings, resources: Resources
+) -> None:
+    agent = DateTimeAgent(settings, resources)
+    cases = {
+        ("Chicago", "2025-03-09T07:59:00+00:00"): ("2025-03-09T01:59:00-06:00", "-06:00"),
+        ("Chicago", "2025-03-09T08:00:00+00:00"): ("2025-03-09T03:00:00-05:00", "-05:00"),
+        ("Chicago", "2025-11-02T06:59:00+00:00"): ("2025-11-02T01:59:00-05:00", "-05:00"),
+        ("Chicago", "2025-11-02T07:00:00+00:00"): ("2025-11-02T01:00:00-06:00", "-06:00"),
+        ("Phoenix", "2025-07-01T19:00:00+00:00"): ("2025-07-01T12:00:00-07:00", "-07:00"),
+        ("Phoenix", "2025-12-01T19:00:00+00:00"): ("2025-12-01T12:00:00-07:00", "-07:00"),
+        ("Honolulu", "2025-07-01T22:00:00+00:00"): ("2025-07-01T12:00:00-10:00", "-10:00"),
+        ("Honolulu", "2025-12-01T22:00:00+00:00"): ("2025-12-01T12:00:00-10:00", "-10:00"),
+    }
+    for (city, now), (local, offset) in cases.items():
+        ctx = make_context(
+            f"time in {city}",
+            now=datetime.fromisoformat(now),
+            settings=settings,
+            resources=resources,
+        )
+        result = await agent.run(ctx, await agent.prepare(f"What time is it in {city}?", ctx))
+        data = DateTimeData.model_validate(result.output)
+        assert (data.datetime.isoformat(), data.utc_offset) == (local, offset), city
+    assert result.summary == (
+        "It is 12:00 PM on Monday, December 1, 2025 in Honolulu, HI (Pacific/Honolulu, UTC-10:00)."
+    )
+
+
+async def test_echo(settings: Settings, resources: Resources) -> None:
+    agent = EchoAgent(settings, resources)
+    ctx = make_context("echo", now=NOW, settings=settings, resources=resources)
+    text = "special <>&\"' chars — ✓"
+    result = await agent.run(ctx, await agent.prepare(f'echo "{text}"', ctx))
+    assert EchoData.model_validate(result.output).echo_text == text
+    assert result.summary == f'Echo: "{text}"'
+    assert (await agent.run(ctx, {"text": "y" * 1000})).output["echo_text"] == "y" * 1000
+    with pytest.raises(AgentFailure, match="1001 characters; the maximum is 1000") as err:
+        await agent.run(ctx, {"text": "y" * 1001})
+    assert err.value.kind == ErrorKind.VALIDATION
+
+
+async def test_one_session_per_server_is_reused(settings: Settings, resources: Resources) -> None:
+    agent = DateTimeAgent(settings, resources)
+    ctx = make_context("t", now=NOW, settings=settings, resources=resources)
+    await agent.run(ctx, {"city": "Boston"})
+    server = resources.get("city.mcp.datetime", lambda: None)
+    assert isinstance(server, MCPServer) and server.connected
+    session = await server.session()
+    results = await asyncio.gather(
+        *(agent.run(ctx, {"city": c}) for c in ("Miami", "Denver", "Austin"))
+    )
+    assert [r.output["timezone"] for r in results] == [
+        "America/New_York",
+        "America/Denver",
+        "America/Chicago",
+    ]
+    assert await server.session() is session
+    await resources.aclose()
+    assert not server.connected
+
+
+async def test_ambiguous_unknown_and_missing_cities(
+    settings: Settings, resources: Resources
+) -> None:
+    agent = TemperatureAgent(settings, resources)
+    ctx = make_context("q", now=NOW, settings=settings, resources=resources)
+    with pytest.raises(AgentFailure, match="several cities named Springfield") as err:
+        await agent.run(ctx, await agent.prepare("weather in Springfield?", ctx))
+    assert err.value.error_type == "ambiguous_city" and err.value.kind == ErrorKind.VALIDATION
+    assert "Springfield, IL" in err.value.details["options"]
+    assert err.value.suggestion and err.value.suggestion.startswith("Ask again with the state")
+
+    ok = await agent.run(ctx, await agent.prepare("weather in Springfield, IL?", ctx))
+    assert ok.output["city"] == "Springfield, IL"
+
+    with pytest.raises(AgentFailure, match="not a US city I know") as err:
+        await agent.run(ctx, await agent.prepare("weather in Seatle?", ctx))
+    assert (
+        err.value.error_type == "city_not_found"
+        and err.value.details["options"][0] == "Seattle, WA"
+    )
+
+    with pytest.raises(AgentFailure, match="Which city") as err:
+        await agent.run(ctx, await agent.prepare("how hot is it?", ctx))
+    assert err.value.error_type == "missing_city"
+
+
+@pytest.mark.parametrize(
+    ("question", "label"),
+    [
+        ("weather in St. Louis", "St. Louis, MO"),
+        ("weather in Coeur d'Alene", "Coeur d'Alene, ID"),
+        ("weather in Winston-Salem", "Winston-Salem, NC"),
+        ("weather in NYC", "New York City, NY"),
+        ("weather in Washington DC", "Washington, DC"),
+    ],
+)
+async def test_special_characters_in_city_names(
+    question: str, label: str, settings: Settings, resources: Resources
+) -> None:
+    agent = TemperatureAgent(settings, resources)
+    ctx = make_context(question, now=NOW, settings=settings, resources=resources)
+    assert (await agent.run(ctx, await agent.prepare(question, ctx))).output["city"] == label
+
+
+async def test_hostile_city_text_is_refused(settings: Settings, resources: Resources) -> None:
+    ctx = make_context("q", now=NOW, settings=settings, resources=resources)
+    with pytest.raises(AgentFailure, match="not a city name") as err:
+        await DateTimeAgent(settings, resources).run(ctx, {"city": "Boston'); DROP TABLE x;--"})
+    assert err.value.kind == ErrorKind.VALIDATION
+
+
+async def test_offline_provider_is_a_clear_error(tmp_path: object, provider: Replay) -> None:
+    from .conftest import free_port
+
+    settings = Settings(weather_url=f"http://127.0.0.1:{free_port()}", mcp_connect_timeout_ms=20000)
+    resources = Resources(settings)
+    ctx = make_context("q", now=NOW, settings=settings, resources=resources)
+    try:
+        with pytest.raises(AgentFailure, match="cannot be reached") as err:
+            await TemperatureAgent(settings, resources).run(ctx, {"city": "Boston"})
+        assert (
+            err.value.kind == ErrorKind.UNAVAILABLE
+            and err.value.error_type == "provider_unavailable"
+        )
+    finally:
+        await resources.aclose()
+
+
+async def test_agents_over_streamable_http(
+    tmp_path: object, provider: Replay, http_servers: dict[str, str]
+) -> None:
+    from pathlib import Path
+
+    path = servers_file(
+        Path(str(tmp_path)),
+        "\n".join(f"- name: {kind}\n  url: {url}" for kind, url in http_servers.items()),
+    )
+    settings = Settings(
+        weather_url=provider.url, mcp_servers_file=path, mcp_connect_timeout_ms=20000
+    )
+    resources = Resources(settings)
+    ctx = make_context("q", now=NOW, settings=settings, resources=resources)
+    try:
+        t = await TemperatureAgent(settings, resources).run(ctx, {"city": "Seattle"})
+        d = await DateTimeAgent(settings, resources).run(ctx, {"city": "Chicago"})
+        e = await EchoAgent(settings, resources).run(ctx, {"text": "over http"})
+        assert t.output["temperature"] == 72.5
+        assert d.output["datetime"] == "2025-03-09T03:00:00-05:00"
+        assert e.output["echo_text"] == "over http"
+        assert resources.get("city.mcp.echo", lambda: None).spec.url == http_servers["echo"]  # type: ignore[attr-defined]
+    finally:
+        await resources.aclose()
