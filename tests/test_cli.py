@@ -1,0 +1,96 @@
+"""The `concerto` command: fixed names and flags of DESIGN.md, exit codes, JSON contract."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from concerto.cli import main
+
+
+class Ran:
+    def __init__(self, exit_code: int, output: str, err: str = "") -> None:
+        self.exit_code, self.output, self.err = exit_code, output, err
+
+
+@pytest.fixture
+def run(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    """`ask` runs as a real process (agents may spawn MCP servers over stdio); others in process."""
+    monkeypatch.setenv("CONCERTO_AGENTS", "echo")
+    runner = CliRunner()
+
+    def invoke(*args: str) -> Ran:
+        if args[0] != "ask":
+            r = runner.invoke(main, list(args))
+            return Ran(r.exit_code, r.output)
+        p = subprocess.run([sys.executable, "-m", "concerto.cli", *args], capture_output=True, text=True,
+                           timeout=120)
+        return Ran(p.returncode, p.stdout, p.stderr)
+
+    return invoke
+
+
+def test_ask_json_prints_the_output_contract(run) -> None:  # type: ignore[no-untyped-def]
+    r = run("ask", "echo: hello", "--json", "--now", "2025-06-15T12:00:00Z", "--format", "brief",
+            "--expertise", "executive", "--brand", "Kisqali")
+    assert r.exit_code == 0, r.output
+    body = json.loads(r.output)
+    for key in ("response", "response_type", "agents_invoked", "agent_results", "total_latency_ms", "breakdown",
+                "follow_up_questions", "intent_classification"):
+        assert key in body
+    assert body["agent_results"][0]["output"]["timestamp"].startswith("2025-06-15T12:00:00")
+
+
+def test_failed_query_exits_non_zero_with_error_contract(run) -> None:  # type: ignore[no-untyped-def]
+    r = run("ask", "", "--json")
+    assert r.exit_code == 1
+    body = json.loads(r.output)
+    assert body["status"] == "failed" and body["error_category"] == "invalid_input"
+
+
+def test_human_output_and_trace(run) -> None:  # type: ignore[no-untyped-def]
+    r = run("ask", "echo: hi", "--trace")
+    assert r.exit_code == 0 and 'Echo: "hi"' in r.output and "Dispatching echo" in r.err
+
+
+def test_bad_now_is_a_usage_error(run) -> None:  # type: ignore[no-untyped-def]
+    r = run("ask", "echo: hi", "--now", "yesterday-ish")
+    assert r.exit_code == 2 and "ISO 8601" in r.err
+
+
+def test_agents_json_and_table(run) -> None:  # type: ignore[no-untyped-def]
+    r = run("agents", "--json")
+    assert r.exit_code == 0 and [a["name"] for a in json.loads(r.output)] == ["echo"]
+    assert "echo" in run("agents").output
+
+
+def test_config_masks_secrets(run, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("CONCERTO_LLM_API_KEY", "sk-secret")
+    r = run("config", "--json")
+    values = json.loads(r.output)
+    assert values["llm_api_key"] == "********" and "sk-secret" not in r.output
+
+
+def test_every_command_and_option_has_help(run) -> None:  # type: ignore[no-untyped-def]
+    import click
+
+    ctx = click.Context(main)
+    for name in main.list_commands(ctx):
+        command = main.get_command(ctx, name)
+        assert command is not None and command.help, name
+        for param in command.params:
+            if isinstance(param, click.Option) and param.name not in ("help", "version"):
+                assert param.help, f"{name} --{param.name}"
+
+
+def test_installed_console_script() -> None:
+    exe = shutil.which("concerto")
+    assert exe, "the console script is installed with the package"
+    r = subprocess.run([exe, "ask", "echo: installed", "--json"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["response"] == 'Echo: "installed"'
