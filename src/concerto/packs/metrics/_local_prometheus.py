@@ -62,7 +62,9 @@ class LocalPrometheus:
         """Launch both binaries and wait until `node_cpu_seconds_total` has samples."""
         missing = missing_binaries()
         if missing:
-            raise LocalPrometheusError(f"missing {', '.join(missing)}; install with: {INSTALL_HINT}")
+            raise LocalPrometheusError(
+                f"missing {', '.join(missing)}; install with: {INSTALL_HINT}"
+            )
         if self.workdir is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="concerto-prom-")
             self.workdir = Path(self._tmp.name)
@@ -81,15 +83,25 @@ class LocalPrometheus:
             f"    static_configs: [{{targets: ['127.0.0.1:{prom_port}']}}]\n"
         )
         log = (self.workdir / "processes.log").open("ab")
-        self._procs.append(subprocess.Popen(
-            [NODE_EXPORTER, f"--web.listen-address={self.exporter_target}"],
-            stdout=log, stderr=subprocess.STDOUT,
-        ))
-        self._procs.append(subprocess.Popen(
-            [PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={self.workdir / 'tsdb'}",
-             f"--web.listen-address=127.0.0.1:{prom_port}"],
-            stdout=log, stderr=subprocess.STDOUT,
-        ))
+        self._procs.append(
+            subprocess.Popen(
+                [NODE_EXPORTER, f"--web.listen-address={self.exporter_target}"],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        )
+        self._procs.append(
+            subprocess.Popen(
+                [
+                    PROMETHEUS,
+                    f"--config.file={config}",
+                    f"--storage.tsdb.path={self.workdir / 'tsdb'}",
+                    f"--web.listen-address=127.0.0.1:{prom_port}",
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        )
         log.close()
         try:
             self._wait_for_data(wait_for_data_s)
@@ -105,7 +117,8 @@ class LocalPrometheus:
             for proc in self._procs:
                 if proc.poll() is not None:
                     raise LocalPrometheusError(
-                        f"{proc.args[0]} exited with {proc.returncode}; see {self.workdir}/processes.log"
+                        f"{proc.args!r} exited with {proc.returncode}; "
+                        f"see {self.workdir}/processes.log"
                     )
             try:
                 with urllib.request.urlopen(f"{self.url}/api/v1/query?{query}", timeout=2) as resp:
@@ -136,7 +149,10 @@ class LocalPrometheus:
         return self.start()
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         self.stop()
 

@@ -71,12 +71,15 @@ class PrometheusBackend:
         url = f"{self.base_url}{path}"
         where = "Grafana" if self.source == "grafana" else "Prometheus"
         try:
-            resp = await self.client.get(url, params=params, headers=self.headers, timeout=self.timeout_s)
+            resp = await self.client.get(
+                url, params=params, headers=self.headers, timeout=self.timeout_s
+            )
         except httpx.TimeoutException as exc:
             raise MetricsQueryFailure(
                 "grafana_unavailable",
                 f"{where} did not answer within {self.timeout_s:g} s.",
-                suggestion="Try again, ask for a shorter time range, or raise CONCERTO_METRICS_TIMEOUT_S.",
+                suggestion="Try again, ask for a shorter time range, "
+                "or raise CONCERTO_METRICS_TIMEOUT_S.",
                 details={"url": url, "exception": repr(exc)},
             ) from exc
         except httpx.HTTPError as exc:
@@ -103,31 +106,48 @@ class PrometheusBackend:
                 entries = (metadata or {}).get(name) or [{}]
                 meta = entries[0]
                 metrics[name] = MetricInfo(
-                    name=name, type=meta.get("type", "unknown") or "unknown",
-                    help=meta.get("help", "") or "", unit=meta.get("unit", "") or "",
+                    name=name,
+                    type=meta.get("type", "unknown") or "unknown",
+                    help=meta.get("help", "") or "",
+                    unit=meta.get("unit", "") or "",
                 )
             # Histogram and summary families are listed in metadata under their base name.
             for name, entries in (metadata or {}).items():
-                if name not in metrics and entries and any(
-                    f"{name}{suffix}" in metrics for suffix in ("_bucket", "_count", "_sum")
+                if (
+                    name not in metrics
+                    and entries
+                    and any(
+                        f"{name}{suffix}" in metrics for suffix in ("_bucket", "_count", "_sum")
+                    )
                 ):
                     meta = entries[0]
                     metrics[name] = MetricInfo(
-                        name=name, type=meta.get("type", "unknown"), help=meta.get("help", ""),
+                        name=name,
+                        type=meta.get("type", "unknown"),
+                        help=meta.get("help", ""),
                         unit=meta.get("unit", ""),
                     )
             self._catalog = _Catalog(metrics=metrics, loaded_at=time.monotonic())
             return metrics
 
-    async def query_range(self, promql: str, start: datetime, end: datetime, step_s: int) -> list[Series]:
+    async def query_range(
+        self, promql: str, start: datetime, end: datetime, step_s: int
+    ) -> list[Series]:
         """Run a range query; returns one `Series` per result series."""
         data = await self._get(
             "/api/v1/query_range",
-            {"query": promql, "start": f"{start.timestamp():.3f}", "end": f"{end.timestamp():.3f}",
-             "step": f"{step_s}s"},
+            {
+                "query": promql,
+                "start": f"{start.timestamp():.3f}",
+                "end": f"{end.timestamp():.3f}",
+                "step": f"{step_s}s",
+            },
         )
         return [
-            Series(labels=item.get("metric", {}), samples=[(float(t), float(v)) for t, v in item.get("values", [])])
+            Series(
+                labels=item.get("metric", {}),
+                samples=[(float(t), float(v)) for t, v in item.get("values", [])],
+            )
             for item in data.get("result", [])
         ]
 
@@ -167,7 +187,8 @@ def _unwrap(resp: httpx.Response, where: str, url: str) -> Any:
         raise MetricsQueryFailure(
             "grafana_unavailable",
             f"{where} refused the request (HTTP {resp.status_code}).",
-            suggestion="Check CONCERTO_GRAFANA_TOKEN: it needs permission to query the data source.",
+            suggestion="Check CONCERTO_GRAFANA_TOKEN: it needs permission to query "
+            "the data source.",
             details=details,
         )
     raise MetricsQueryFailure(
@@ -205,8 +226,12 @@ async def get_backend(settings: Settings, resources: Resources) -> PrometheusBac
                 client, base, headers, settings.metrics_timeout_s
             )
             backend = PrometheusBackend(
-                client=client, base_url=f"{base}/api/datasources/proxy/uid/{uid}", source="grafana",
-                headers=headers, timeout_s=settings.metrics_timeout_s, cache_ttl_s=settings.metrics_cache_ttl_s,
+                client=client,
+                base_url=f"{base}/api/datasources/proxy/uid/{uid}",
+                source="grafana",
+                headers=headers,
+                timeout_s=settings.metrics_timeout_s,
+                cache_ttl_s=settings.metrics_cache_ttl_s,
             )
             resources.put(key, backend)
         return backend
@@ -215,12 +240,15 @@ async def get_backend(settings: Settings, resources: Resources) -> PrometheusBac
         return resources.get(
             f"metrics.backend:prometheus:{base}",
             lambda: PrometheusBackend(
-                client=client, base_url=base, timeout_s=settings.metrics_timeout_s,
+                client=client,
+                base_url=base,
+                timeout_s=settings.metrics_timeout_s,
                 cache_ttl_s=settings.metrics_cache_ttl_s,
             ),
         )
     raise MetricsQueryFailure(
-        "grafana_unavailable", NO_BACKEND_MESSAGE,
+        "grafana_unavailable",
+        NO_BACKEND_MESSAGE,
         suggestion="Set CONCERTO_PROMETHEUS_URL to your Prometheus base URL and ask again.",
         details={"prometheus_url": None, "grafana_url": settings.grafana_url},
     )
@@ -235,21 +263,25 @@ async def _grafana_datasource_uid(
         resp = await client.get(url, headers=headers, timeout=timeout_s)
     except httpx.HTTPError as exc:
         raise MetricsQueryFailure(
-            "grafana_unavailable", f"Grafana at {base} cannot be reached.",
+            "grafana_unavailable",
+            f"Grafana at {base} cannot be reached.",
             suggestion="Check that Grafana is running and CONCERTO_GRAFANA_URL points to it.",
             details={"url": url, "exception": repr(exc)},
         ) from exc
     if resp.status_code != 200:
         raise MetricsQueryFailure(
-            "grafana_unavailable", f"Grafana refused to list data sources (HTTP {resp.status_code}).",
+            "grafana_unavailable",
+            f"Grafana refused to list data sources (HTTP {resp.status_code}).",
             suggestion="Check CONCERTO_GRAFANA_TOKEN, or set CONCERTO_GRAFANA_DATASOURCE_UID.",
             details={"url": url, "status": resp.status_code, "body": resp.text[:500]},
         )
     sources = [s for s in resp.json() if s.get("type") == "prometheus"]
     if not sources:
         raise MetricsQueryFailure(
-            "grafana_unavailable", "Grafana has no Prometheus data source.",
-            suggestion="Add one in Grafana, or set CONCERTO_PROMETHEUS_URL to query Prometheus directly.",
+            "grafana_unavailable",
+            "Grafana has no Prometheus data source.",
+            suggestion="Add one in Grafana, or set CONCERTO_PROMETHEUS_URL to query "
+            "Prometheus directly.",
             details={"url": url},
         )
     sources.sort(key=lambda s: not s.get("isDefault", False))

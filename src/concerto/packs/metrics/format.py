@@ -41,8 +41,14 @@ def statistics(values: Sequence[float]) -> AggregationStats | None:
     ordered = sorted(values)
     total = math.fsum(values)
     return AggregationStats(
-        min=ordered[0], max=ordered[-1], mean=total / len(values), last=values[-1], sum=total,
-        p50=percentile(ordered, 0.5), p95=percentile(ordered, 0.95), count=len(values),
+        min=ordered[0],
+        max=ordered[-1],
+        mean=total / len(values),
+        last=values[-1],
+        sum=total,
+        p50=percentile(ordered, 0.5),
+        p95=percentile(ordered, 0.95),
+        count=len(values),
     )
 
 
@@ -56,12 +62,15 @@ def merge_series(series: Sequence[Series], combine: str = "avg") -> list[tuple[f
             for t, v in s.samples:
                 by_time[t].append(v)
         samples = [
-            (t, math.fsum(vs) if combine == "sum" else math.fsum(vs) / len(vs)) for t, vs in sorted(by_time.items())
+            (t, math.fsum(vs) if combine == "sum" else math.fsum(vs) / len(vs))
+            for t, vs in sorted(by_time.items())
         ]
     return [(t, v) for t, v in samples if math.isfinite(v)]
 
 
-def headline(query: MetricsQuery, values: Sequence[float], stats: AggregationStats | None) -> float | None:
+def headline(
+    query: MetricsQuery, values: Sequence[float], stats: AggregationStats | None
+) -> float | None:
     """The number the question asks for: the statistic its aggregation names."""
     if stats is None:
         return None
@@ -70,20 +79,33 @@ def headline(query: MetricsQuery, values: Sequence[float], stats: AggregationSta
         return stats.mean * query.time_range.duration_seconds  # a rate summed over time is a total
     if agg in QUANTILES and "histogram_quantile" not in query.promql:
         return percentile(sorted(values), QUANTILES[agg])
-    return {"min": stats.min, "max": stats.max, "sum": stats.sum, "last": stats.last}.get(agg or "", stats.mean)
+    return {"min": stats.min, "max": stats.max, "sum": stats.sum, "last": stats.last}.get(
+        agg or "", stats.mean
+    )
 
 
-def build_result(query: MetricsQuery, series: Sequence[Series], source: str = "prometheus") -> MetricsQueryResult:
+def build_result(
+    query: MetricsQuery, series: Sequence[Series], source: str = "prometheus"
+) -> MetricsQueryResult:
     """Wrap the returned series in a validated `MetricsQueryResult`."""
     samples = merge_series(series, "sum" if query.aggregation == "sum" else "avg") if series else []
     points = [DataPoint(timestamp=datetime.fromtimestamp(t, UTC), value=v) for t, v in samples]
     values = [v for _, v in samples]
     stats = statistics(values)
     return MetricsQueryResult(
-        metric_name=query.metric_name, label=query.label, unit=query.unit, promql=query.promql,
-        time_range=query.time_range, aggregation=query.aggregation, filters=query.filters,
-        datapoints=points, datapoint_count=len(points), series_count=len(series), statistics=stats,
-        is_empty=not points, value=headline(query, values, stats),
+        metric_name=query.metric_name,
+        label=query.label,
+        unit=query.unit,
+        promql=query.promql,
+        time_range=query.time_range,
+        aggregation=query.aggregation,
+        filters=query.filters,
+        datapoints=points,
+        datapoint_count=len(points),
+        series_count=len(series),
+        statistics=stats,
+        is_empty=not points,
+        value=headline(query, values, stats),
         source="grafana" if source == "grafana" else "prometheus",
     )
 
@@ -127,13 +149,19 @@ def _where(query: MetricsQuery) -> str:
     return (" " + " ".join(parts)) if parts else ""
 
 
+def _over(expression: str) -> str:
+    """'over the last hour', but 'yesterday' and 'from 10:00 to 11:00' as they are."""
+    return f"over {expression}" if expression.startswith("the ") else expression
+
+
 def summarize(result: MetricsQueryResult, query: MetricsQuery) -> str:
     """One sentence saying what the numbers mean, with the unit."""
     what = f"{result.label[:1].upper()}{result.label[1:]}{_where(query)}"
-    window = result.time_range.expression
+    expression = result.time_range.expression
     stats = result.statistics
     if stats is None or result.value is None:
-        return f"No data for {what[:1].lower()}{what[1:]} over {window}."
+        lowered = what if what[1:2].isupper() else what[:1].lower() + what[1:]
+        return f"No data for {lowered} {_over(expression)}."
     u = result.unit
 
     def f(v: float) -> str:
@@ -141,19 +169,29 @@ def summarize(result: MetricsQueryResult, query: MetricsQuery) -> str:
 
     agg = result.aggregation
     if agg == "max":
-        return f"{what} peaked at {f(stats.max)} over {window} (average {f(stats.mean)}, last {f(stats.last)})."
+        return (
+            f"{what} peaked at {f(stats.max)} {_over(expression)} "
+            f"(average {f(stats.mean)}, last {f(stats.last)})."
+        )
     if agg == "min":
-        return f"{what} was lowest at {f(stats.min)} over {window} (average {f(stats.mean)}, max {f(stats.max)})."
+        return (
+            f"{what} was lowest at {f(stats.min)} {_over(expression)} "
+            f"(average {f(stats.mean)}, max {f(stats.max)})."
+        )
     if agg == "sum" and u.endswith("/s"):
         total = format_value(result.value, u.removesuffix("/s") or "")
-        return f"{what} totalled {total} over {window} (average {f(stats.mean)})."
+        return f"{what} totalled {total} {_over(expression)} (average {f(stats.mean)})."
     if agg == "last":
-        return f"{what} is {f(stats.last)} now (average {f(stats.mean)} over {window})."
+        return f"{what} is {f(stats.last)} now (average {f(stats.mean)} {_over(expression)})."
     if agg in QUANTILES and "histogram_quantile" not in result.promql:
-        return (f"{what} had a {agg} of {f(result.value)} over {window} "
-                f"(average {f(stats.mean)}, max {f(stats.max)}).")
-    return (f"{what} averaged {f(stats.mean)} over {window} "
-            f"(min {f(stats.min)}, max {f(stats.max)}, last {f(stats.last)}).")
+        return (
+            f"{what} had a {agg} of {f(result.value)} {_over(expression)} "
+            f"(average {f(stats.mean)}, max {f(stats.max)})."
+        )
+    return (
+        f"{what} averaged {f(stats.mean)} {_over(expression)} "
+        f"(min {f(stats.min)}, max {f(stats.max)}, last {f(stats.last)})."
+    )
 
 
 def key_findings(result: MetricsQueryResult) -> list[str]:

@@ -29,11 +29,71 @@ MIN_SIMILARITY = 0.30
 CONCEPT_BONUS = 0.08
 PREFILTER = 24
 _STOP = {
-    "show", "me", "the", "a", "an", "of", "for", "in", "on", "over", "what", "whats", "is", "was", "are",
-    "how", "much", "many", "give", "get", "tell", "about", "and", "to", "with", "my", "our", "please",
-    "last", "past", "hour", "hours", "minute", "minutes", "day", "days", "week", "weeks", "since", "ago",
-    "average", "avg", "mean", "max", "maximum", "min", "minimum", "peak", "total", "sum", "current", "now",
-    "by", "per", "at", "during", "from", "between", "today", "yesterday", "it", "be", "been", "has", "have",
+    "show",
+    "me",
+    "the",
+    "a",
+    "an",
+    "of",
+    "for",
+    "in",
+    "on",
+    "over",
+    "what",
+    "whats",
+    "is",
+    "was",
+    "are",
+    "how",
+    "much",
+    "many",
+    "give",
+    "get",
+    "tell",
+    "about",
+    "and",
+    "to",
+    "with",
+    "my",
+    "our",
+    "please",
+    "last",
+    "past",
+    "hour",
+    "hours",
+    "minute",
+    "minutes",
+    "day",
+    "days",
+    "week",
+    "weeks",
+    "since",
+    "ago",
+    "average",
+    "avg",
+    "mean",
+    "max",
+    "maximum",
+    "min",
+    "minimum",
+    "peak",
+    "total",
+    "sum",
+    "current",
+    "now",
+    "by",
+    "per",
+    "at",
+    "during",
+    "from",
+    "between",
+    "today",
+    "yesterday",
+    "it",
+    "be",
+    "been",
+    "has",
+    "have",
 }
 _SUFFIXES = ("ing", "ed", "es", "s")
 
@@ -65,14 +125,15 @@ def words(text: str) -> set[str]:
     return set(_words(text))
 
 
-
 def describe_metric(info: MetricInfo) -> str:
     """The text a metric is matched by: its name in words and its help text."""
     name = info.name.replace("_", " ").replace(":", " ")
     return f"{name}: {info.help}" if info.help else name
 
 
-def explicit_metric(question: str, catalog: Mapping[str, MetricInfo]) -> tuple[str | None, str | None]:
+def explicit_metric(
+    question: str, catalog: Mapping[str, MetricInfo]
+) -> tuple[str | None, str | None]:
     """(metric named exactly in the question, a metric-like word that does not exist)."""
     unknown = None
     for token in METRIC_TOKEN.findall(question):
@@ -112,7 +173,12 @@ def rank(
     texts = [question] + [c.description for c in concepts] + [describe_metric(m) for m in metrics]
     vectors = embedder.embed(texts)
     scores = vectors[1:] @ vectors[0]
-    out = [Candidate(c.key, float(s) + CONCEPT_BONUS, c) for c, s in zip(concepts, scores[: len(concepts)], strict=True)]
-    out += [Candidate(m.name, float(s)) for m, s in zip(metrics, scores[len(concepts):], strict=True)]
+    out = [
+        Candidate(c.key, float(s) + CONCEPT_BONUS, c)
+        for c, s in zip(concepts, scores[: len(concepts)], strict=True)
+    ]
+    out += [
+        Candidate(m.name, float(s)) for m, s in zip(metrics, scores[len(concepts) :], strict=True)
+    ]
     out.sort(key=lambda c: -c.score)
     return out[:limit]

@@ -11,7 +11,9 @@ from typing import Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-Aggregation = Literal["avg", "min", "max", "sum", "count", "rate", "last", "p50", "p90", "p95", "p99"]
+Aggregation = Literal[
+    "avg", "min", "max", "sum", "count", "rate", "last", "p50", "p90", "p95", "p99"
+]
 """Which statistic the question asks for; None means "describe the series"."""
 
 Operation = Literal["query", "anomaly_detection", "forecast"]
@@ -61,7 +63,9 @@ class MetricsQuery(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    metric_name: str = Field(..., min_length=1, description="Metric or concept answered, e.g. cpu_usage")
+    metric_name: str = Field(
+        ..., min_length=1, description="Metric or concept answered, e.g. cpu_usage"
+    )
     time_range: TimeRange
     aggregation: Aggregation | None = None
     filters: dict[str, str] = Field(default_factory=dict, description="Label equality filters")
@@ -148,7 +152,7 @@ class MetricsQueryState(TypedDict):
     processing_time_ms: float
 
 
-class MetricsQueryFailure(Exception):  # noqa: N818 - carries the QueryError of a failed step
+class MetricsQueryFailure(Exception):
     """Raised inside the node by a step that fails; the node turns it into `state["error"]`."""
 
     def __init__(

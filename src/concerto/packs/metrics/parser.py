@@ -13,9 +13,20 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from concerto.packs.metrics.models import Aggregation, MetricsQuery, MetricsQueryFailure, Operation, TimeRange
+from concerto.packs.metrics.models import (
+    Aggregation,
+    MetricsQuery,
+    MetricsQueryFailure,
+    Operation,
+    TimeRange,
+)
 from concerto.packs.metrics.promql import CONCEPTS_BY_KEY, build_concept, build_metric
-from concerto.packs.metrics.timeparse import DEFAULT_WINDOW, TimeParseError, make_range, parse_time_range
+from concerto.packs.metrics.timeparse import (
+    DEFAULT_WINDOW,
+    TimeParseError,
+    make_range,
+    parse_time_range,
+)
 
 if TYPE_CHECKING:
     from concerto.nlp.embeddings import Embedder
@@ -27,9 +38,18 @@ EXAMPLES = (
 )
 
 _OPERATIONS: tuple[tuple[Operation, re.Pattern[str]], ...] = (
-    ("anomaly_detection", re.compile(r"\b(?:anomal\w*|outliers?|unusual|abnormal\w*|spikes?\s+detect\w*)\b", re.I)),
-    ("forecast", re.compile(r"\b(?:forecast\w*|predict\w*|projection|extrapolat\w*|will\s+(?:be|reach|run)|"
-                            r"next\s+(?:hour|day|week|month|year)|tomorrow)\b", re.I)),
+    (
+        "anomaly_detection",
+        re.compile(r"\b(?:anomal\w*|outliers?|unusual|abnormal\w*|spikes?\s+detect\w*)\b", re.I),
+    ),
+    (
+        "forecast",
+        re.compile(
+            r"\b(?:forecast\w*|predict\w*|projection|extrapolat\w*|will\s+(?:be|reach|run)|"
+            r"next\s+(?:hour|day|week|month|year)|tomorrow)\b",
+            re.I,
+        ),
+    ),
 )
 _AGGREGATIONS: tuple[tuple[Aggregation, re.Pattern[str]], ...] = (
     ("p99", re.compile(r"\bp99\b|\b99(?:th)?[\s-]*percentile\b", re.I)),
@@ -45,13 +65,32 @@ _AGGREGATIONS: tuple[tuple[Aggregation, re.Pattern[str]], ...] = (
 )
 _VALUE = r"""["']?(?P<v>[\w.:\-/]+?)["']?(?=[\s,?!;]|$|\.(?:\s|$))"""
 _FILTERS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("instance", re.compile(rf"\b(?:on|for|from|of|at)\s+(?:the\s+)?(?:host|hostname|server|node|machine|instance)\s+{_VALUE}", re.I)),
+    (
+        "instance",
+        re.compile(
+            rf"\b(?:on|for|from|of|at)\s+(?:the\s+)?(?:host|hostname|server|node|machine|instance)\s+{_VALUE}",
+            re.I,
+        ),
+    ),
     ("job", re.compile(rf"\b(?:on|for|from|of|in)\s+(?:the\s+)?job\s+{_VALUE}", re.I)),
-    ("device", re.compile(rf"\b(?:on|for|of|from)\s+(?:the\s+)?(?:device|interface|nic|disk)\s+{_VALUE}", re.I)),
+    (
+        "device",
+        re.compile(
+            rf"\b(?:on|for|of|from)\s+(?:the\s+)?(?:device|interface|nic|disk)\s+{_VALUE}", re.I
+        ),
+    ),
     ("mountpoint", re.compile(rf"\b(?:on|for|of)\s+(?:the\s+)?mount\s*point\s+{_VALUE}", re.I)),
-    ("instance", re.compile(r"\bon\s+(?P<v>(?:\d{1,3}\.){3}\d{1,3}(?::\d+)?|localhost(?::\d+)?|[\w\-]+(?:\.[\w\-]+)*:\d+)\b", re.I)),
+    (
+        "instance",
+        re.compile(
+            r"\bon\s+(?P<v>(?:\d{1,3}\.){3}\d{1,3}(?::\d+)?|localhost(?::\d+)?|[\w\-]+(?:\.[\w\-]+)*:\d+)\b",
+            re.I,
+        ),
+    ),
 )
-_DANGLING = re.compile(r"(?:\s+\b(?:for|in|over|during|since|from|on|of|at)(?:\s+the)?)+\s*[?.!]*$", re.I)
+_DANGLING = re.compile(
+    r"(?:\s+\b(?:for|in|over|during|since|from|on|of|at)(?:\s+the)?)+\s*[?.!]*$", re.I
+)
 _EXPLICIT_LABEL = re.compile(r"\b(?P<k>[a-zA-Z_]\w*)\s*(?P<op>=~|=)\s*[\"'](?P<v>[^\"']*)[\"']")
 
 
@@ -98,10 +137,10 @@ def read_text(question: str, now: datetime) -> TextParts:
         filters[m.group("k")] = ("~" if m.group("op") == "=~" else "") + m.group("v")
         spans.append(m.span())
     for label, pattern in _FILTERS:
-        m = pattern.search(question)
-        if m is not None and label not in filters:
-            filters[label] = m.group("v").rstrip(".")
-            spans.append(m.span())
+        found = pattern.search(question)
+        if found is not None and label not in filters:
+            filters[label] = found.group("v").rstrip(".")
+            spans.append(found.span())
     remainder = question
     for start, end in sorted(spans, reverse=True):
         remainder = remainder[:start] + " " + remainder[end:]
@@ -120,27 +159,36 @@ def parse_question(
     from concerto.packs.metrics.match import closest_names, explicit_metric, rank
 
     if not question or not question.strip():
-        raise MetricsQueryFailure("parsing_error", "Could not understand your query: it is empty.",
-                                  suggestion=f"Ask for example {EXAMPLES}.")
+        raise MetricsQueryFailure(
+            "parsing_error",
+            "Could not understand your query: it is empty.",
+            suggestion=f"Ask for example {EXAMPLES}.",
+        )
     parts = read_text(question, now)
     if parts.time_error and parts.operation == "query":
         raise MetricsQueryFailure(
-            "invalid_time_range", f"The time range is not valid: {parts.time_error}.",
-            suggestion='Ask about a past window, e.g. "for the last hour" or "from 10:00 to 11:00".',
+            "invalid_time_range",
+            f"The time range is not valid: {parts.time_error}.",
+            suggestion='Ask about a past window, e.g. "for the last hour" '
+            'or "from 10:00 to 11:00".',
         )
     metric, unknown = explicit_metric(question, catalog)
     if metric is None and unknown is not None and parts.operation == "query":
         near = closest_names(unknown, list(catalog))
         raise MetricsQueryFailure(
-            "metric_not_found", f"There is no metric named '{unknown}'.",
-            suggestion=f"Did you mean {', '.join(near)}?" if near
+            "metric_not_found",
+            f"There is no metric named '{unknown}'.",
+            suggestion=f"Did you mean {', '.join(near)}?"
+            if near
             else 'Describe the quantity instead, e.g. "CPU usage" or "memory used".',
             details={"metric": unknown, "closest": near},
         )
     step = parts.time_range.step_seconds
     if metric is not None:
         info = catalog[metric]
-        built = build_metric(metric, info.type, catalog, parts.filters, step, parts.aggregation, info.unit)
+        built = build_metric(
+            metric, info.type, catalog, parts.filters, step, parts.aggregation, info.unit
+        )
         return _query(metric, parts, built.promql, built.metrics, built.unit, built.label)
     phrase = parts.remainder or question
     candidates = rank(phrase, catalog, embedder)
@@ -149,19 +197,36 @@ def parse_question(
             return _query("unknown", parts, "", ["unknown"], "", "the metric")
         near = [c.name for c in candidates[:3]]
         raise MetricsQueryFailure(
-            "metric_not_found", f"No metric on this server matches '{phrase}'.",
-            suggestion=(f"The closest are {', '.join(near)}; name one of them." if near
-                        else f"Ask about a metric this server collects, e.g. {EXAMPLES}."),
-            details={"phrase": phrase, "candidates": [(c.name, round(c.score, 3)) for c in candidates]},
+            "metric_not_found",
+            f"No metric on this server matches '{phrase}'.",
+            suggestion=(
+                f"The closest are {', '.join(near)}; name one of them."
+                if near
+                else f"Ask about a metric this server collects, e.g. {EXAMPLES}."
+            ),
+            details={
+                "phrase": phrase,
+                "candidates": [(c.name, round(c.score, 3)) for c in candidates],
+            },
         )
     best = candidates[0]
     if best.concept is not None:
-        concept_built = build_concept(CONCEPTS_BY_KEY[best.name], catalog, parts.filters, step, parts.aggregation)
+        concept_built = build_concept(
+            CONCEPTS_BY_KEY[best.name], catalog, parts.filters, step, parts.aggregation
+        )
         if concept_built is not None:
-            return _query(best.name, parts, concept_built.promql, concept_built.metrics, concept_built.unit,
-                          concept_built.label)
+            return _query(
+                best.name,
+                parts,
+                concept_built.promql,
+                concept_built.metrics,
+                concept_built.unit,
+                concept_built.label,
+            )
     info = catalog[best.name]
-    built = build_metric(best.name, info.type, catalog, parts.filters, step, parts.aggregation, info.unit)
+    built = build_metric(
+        best.name, info.type, catalog, parts.filters, step, parts.aggregation, info.unit
+    )
     return _query(best.name, parts, built.promql, built.metrics, built.unit, built.label)
 
 
@@ -171,8 +236,17 @@ def _min_score() -> float:
     return MIN_SIMILARITY
 
 
-def _query(name: str, parts: TextParts, promql: str, metrics: list[str], unit: str, label: str) -> MetricsQuery:
+def _query(
+    name: str, parts: TextParts, promql: str, metrics: list[str], unit: str, label: str
+) -> MetricsQuery:
     return MetricsQuery(
-        metric_name=name, time_range=parts.time_range, aggregation=parts.aggregation, filters=parts.filters,
-        operation=parts.operation, promql=promql, metrics=metrics, unit=unit, label=label,
+        metric_name=name,
+        time_range=parts.time_range,
+        aggregation=parts.aggregation,
+        filters=parts.filters,
+        operation=parts.operation,
+        promql=promql,
+        metrics=metrics,
+        unit=unit,
+        label=label,
     )

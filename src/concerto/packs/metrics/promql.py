@@ -45,8 +45,16 @@ def selector(metric: str, filters: Mapping[str, str], defaults: Matchers | None 
     matchers.update(user_matchers(filters))
     if not matchers:
         return metric
-    body = ",".join(f'{label}{op}"{escape(value)}"' for label, (op, value) in sorted(matchers.items()))
+    body = ",".join(
+        f'{label}{op}"{escape(value)}"' for label, (op, value) in sorted(matchers.items())
+    )
     return f"{metric}{{{body}}}"
+
+
+def mean_of_histogram(name: str, filters: Mapping[str, str], w: str) -> str:
+    """Mean of a histogram or summary: rate of its sum over rate of its count."""
+    total = f"sum(rate({selector(name + '_sum', filters)}[{w}]))"
+    return f"{total} / sum(rate({selector(name + '_count', filters)}[{w}]))"
 
 
 def rate_window(step_seconds: int) -> str:
@@ -92,8 +100,11 @@ class Concept:
                 continue
             pattern = re.compile(req[1:])
             matches = sorted(
-                (n for n in names if pattern.search(n)
-                 and (not self.needs_bucket or f"{n}_bucket" in names)),
+                (
+                    n
+                    for n in names
+                    if pattern.search(n) and (not self.needs_bucket or f"{n}_bucket" in names)
+                ),
                 key=lambda n: (len(n), n),
             )
             if not matches:
@@ -115,9 +126,12 @@ def _mem_pct(m: list[str], f: Mapping[str, str], w: str, a: Aggregation | None) 
     return f"100 * (1 - sum({selector(m[1], f)}) / sum({selector(m[0], f)}))"
 
 
-def _sum_rate(defaults: Matchers | None = None) -> Callable[[list[str], Mapping[str, str], str, Aggregation | None], str]:
+def _sum_rate(
+    defaults: Matchers | None = None,
+) -> Callable[[list[str], Mapping[str, str], str, Aggregation | None], str]:
     def build(m: list[str], f: Mapping[str, str], w: str, a: Aggregation | None) -> str:
         return " + ".join(f"sum(rate({selector(name, f, defaults)}[{w}]))" for name in m)
+
     return build
 
 
@@ -129,12 +143,13 @@ def _disk_pct(m: list[str], f: Mapping[str, str], w: str, a: Aggregation | None)
 def _gauge(kind: str) -> Callable[[list[str], Mapping[str, str], str, Aggregation | None], str]:
     def build(m: list[str], f: Mapping[str, str], w: str, a: Aggregation | None) -> str:
         return f"{kind}({selector(m[0], f)})"
+
     return build
 
 
 def _latency(m: list[str], f: Mapping[str, str], w: str, a: Aggregation | None) -> str:
     if a == "avg":
-        return f"sum(rate({selector(m[0] + '_sum', f)}[{w}])) / sum(rate({selector(m[0] + '_count', f)}[{w}]))"
+        return mean_of_histogram(m[0], f, w)
     q = QUANTILES.get(a or "p95", 0.95)
     return f"histogram_quantile({q}, sum by (le) (rate({selector(m[0] + '_bucket', f)}[{w}])))"
 
@@ -150,46 +165,152 @@ def _uptime(m: list[str], f: Mapping[str, str], w: str, a: Aggregation | None) -
 _NET = {"device": ("!~", "lo|veth.*|docker.*|br-.*")}
 
 CONCEPTS: tuple[Concept, ...] = (
-    Concept("cpu_usage", "CPU usage", "CPU usage: percentage of time the processors are busy, CPU utilization and load",
-            "%", ("node_cpu_seconds_total",), _cpu),
-    Concept("memory_used", "Memory used", "Memory used: bytes of RAM in use, how much memory is used",
-            "bytes", ("node_memory_MemTotal_bytes", "node_memory_MemAvailable_bytes"), _mem_used),
-    Concept("memory_usage_percent", "Memory usage", "Memory usage percentage: share of RAM in use, memory utilization",
-            "%", ("node_memory_MemTotal_bytes", "node_memory_MemAvailable_bytes"), _mem_pct),
-    Concept("memory_available", "Available memory", "Free memory: bytes of RAM still available",
-            "bytes", ("node_memory_MemAvailable_bytes",), _gauge("sum")),
-    Concept("disk_read_throughput", "Disk read throughput", "Disk read throughput: bytes per second read from disks",
-            "bytes/s", ("node_disk_read_bytes_total",), _sum_rate()),
-    Concept("disk_write_throughput", "Disk write throughput", "Disk write throughput: bytes per second written to disks",
-            "bytes/s", ("node_disk_written_bytes_total",), _sum_rate()),
-    Concept("disk_throughput", "Disk throughput", "Disk I/O throughput: bytes per second read and written on disks, disk activity",
-            "bytes/s", ("node_disk_read_bytes_total", "node_disk_written_bytes_total"), _sum_rate()),
-    Concept("disk_space_used_percent", "Disk space used", "Disk space usage: percentage of filesystem capacity used, how full the disk is",
-            "%", ("node_filesystem_size_bytes", "node_filesystem_avail_bytes"), _disk_pct),
-    Concept("network_receive_throughput", "Network received", "Network traffic received: bytes received per second on network interfaces, inbound bandwidth",
-            "bytes/s", ("node_network_receive_bytes_total",), _sum_rate(_NET)),
-    Concept("network_transmit_throughput", "Network sent", "Network traffic transmitted: bytes sent per second on network interfaces, outbound bandwidth",
-            "bytes/s", ("node_network_transmit_bytes_total",), _sum_rate(_NET)),
-    Concept("network_throughput", "Network throughput", "Network throughput: total network traffic and bandwidth, bytes per second sent and received",
-            "bytes/s", ("node_network_receive_bytes_total", "node_network_transmit_bytes_total"), _sum_rate(_NET)),
-    Concept("load_average", "Load average", "System load average: the load on the machine, number of runnable processes over one minute",
-            "", ("node_load1",), _gauge("avg")),
-    Concept("request_rate", "Request rate", "HTTP request rate: requests per second served, request traffic",
-            "req/s", (r"~(^|_)http_requests_total$",), _sum_rate()),
-    Concept("error_rate", "Error rate", "HTTP error rate: failed requests per second with 5xx status codes, server errors",
-            "req/s", (r"~(^|_)http_requests_total$",), _errors),
-    Concept("request_latency", "Request latency", "HTTP request latency: response time and duration of requests, latency percentiles",
-            "seconds", (r"~(^|_)(http_)?request_duration_seconds$",), _latency, needs_bucket=True),
-    Concept("targets_up", "Targets up", "Targets up: how many monitored scrape targets are up and healthy",
-            "targets", ("up",), _gauge("sum")),
-    Concept("uptime", "Uptime", "Uptime: how long the machine has been running since boot",
-            "seconds", ("node_boot_time_seconds",), _uptime),
+    Concept(
+        "cpu_usage",
+        "CPU usage",
+        "CPU usage: percentage of time the processors are busy, CPU utilization and load",
+        "%",
+        ("node_cpu_seconds_total",),
+        _cpu,
+    ),
+    Concept(
+        "memory_used",
+        "Memory used",
+        "Memory used: bytes of RAM in use, how much memory is used",
+        "bytes",
+        ("node_memory_MemTotal_bytes", "node_memory_MemAvailable_bytes"),
+        _mem_used,
+    ),
+    Concept(
+        "memory_usage_percent",
+        "Memory usage",
+        "Memory usage percentage: share of RAM in use, memory utilization",
+        "%",
+        ("node_memory_MemTotal_bytes", "node_memory_MemAvailable_bytes"),
+        _mem_pct,
+    ),
+    Concept(
+        "memory_available",
+        "Available memory",
+        "Free memory: bytes of RAM still available",
+        "bytes",
+        ("node_memory_MemAvailable_bytes",),
+        _gauge("sum"),
+    ),
+    Concept(
+        "disk_read_throughput",
+        "Disk read throughput",
+        "Disk read throughput: bytes per second read from disks",
+        "bytes/s",
+        ("node_disk_read_bytes_total",),
+        _sum_rate(),
+    ),
+    Concept(
+        "disk_write_throughput",
+        "Disk write throughput",
+        "Disk write throughput: bytes per second written to disks",
+        "bytes/s",
+        ("node_disk_written_bytes_total",),
+        _sum_rate(),
+    ),
+    Concept(
+        "disk_throughput",
+        "Disk throughput",
+        "Disk I/O throughput: bytes per second read and written on disks, disk activity",
+        "bytes/s",
+        ("node_disk_read_bytes_total", "node_disk_written_bytes_total"),
+        _sum_rate(),
+    ),
+    Concept(
+        "disk_space_used_percent",
+        "Disk space used",
+        "Disk space usage: percentage of filesystem capacity used, how full the disk is",
+        "%",
+        ("node_filesystem_size_bytes", "node_filesystem_avail_bytes"),
+        _disk_pct,
+    ),
+    Concept(
+        "network_receive_throughput",
+        "Network received",
+        "Network traffic received: bytes received per second on network interfaces, inbound",
+        "bytes/s",
+        ("node_network_receive_bytes_total",),
+        _sum_rate(_NET),
+    ),
+    Concept(
+        "network_transmit_throughput",
+        "Network sent",
+        "Network traffic transmitted: bytes sent per second on network interfaces, outbound",
+        "bytes/s",
+        ("node_network_transmit_bytes_total",),
+        _sum_rate(_NET),
+    ),
+    Concept(
+        "network_throughput",
+        "Network throughput",
+        "Network throughput: total network traffic, bytes per second sent and received",
+        "bytes/s",
+        ("node_network_receive_bytes_total", "node_network_transmit_bytes_total"),
+        _sum_rate(_NET),
+    ),
+    Concept(
+        "load_average",
+        "Load average",
+        "System load average: the load on the machine, runnable processes over a minute",
+        "",
+        ("node_load1",),
+        _gauge("avg"),
+    ),
+    Concept(
+        "request_rate",
+        "Request rate",
+        "HTTP request rate: requests per second served, request traffic",
+        "req/s",
+        (r"~(^|_)http_requests_total$",),
+        _sum_rate(),
+    ),
+    Concept(
+        "error_rate",
+        "Error rate",
+        "HTTP error rate: failed requests per second with 5xx status codes, server errors",
+        "req/s",
+        (r"~(^|_)http_requests_total$",),
+        _errors,
+    ),
+    Concept(
+        "request_latency",
+        "Request latency",
+        "HTTP request latency: response time and duration of requests, latency percentiles",
+        "seconds",
+        (r"~(^|_)(http_)?request_duration_seconds$",),
+        _latency,
+        needs_bucket=True,
+    ),
+    Concept(
+        "targets_up",
+        "Targets up",
+        "Targets up: how many monitored scrape targets are up and healthy",
+        "targets",
+        ("up",),
+        _gauge("sum"),
+    ),
+    Concept(
+        "uptime",
+        "Uptime",
+        "Uptime: how long the machine has been running since boot",
+        "seconds",
+        ("node_boot_time_seconds",),
+        _uptime,
+    ),
 )
 CONCEPTS_BY_KEY = {c.key: c for c in CONCEPTS}
 
 
 def build_concept(
-    concept: Concept, names: Mapping[str, object], filters: Mapping[str, str], step: int,
+    concept: Concept,
+    names: Mapping[str, object],
+    filters: Mapping[str, str],
+    step: int,
     aggregation: Aggregation | None,
 ) -> Built | None:
     """The concept's expression over the metrics in `names`; None when one is missing."""
@@ -198,9 +319,15 @@ def build_concept(
         return None
     label = concept.label
     if concept.key == "request_latency":
-        label = "Average request latency" if aggregation == "avg" else (
-            f"{(aggregation or 'p95')} request latency" if aggregation in QUANTILES or aggregation is None
-            else "p95 request latency")
+        label = (
+            "Average request latency"
+            if aggregation == "avg"
+            else (
+                f"{(aggregation or 'p95')} request latency"
+                if aggregation in QUANTILES or aggregation is None
+                else "p95 request latency"
+            )
+        )
     promql = concept.build(metrics, filters, rate_window(step), aggregation)
     return Built(promql=promql, metrics=metrics, unit=concept.unit, label=label)
 
@@ -210,8 +337,15 @@ def unit_of(name: str, meta_unit: str = "", rated: bool = False) -> str:
     base = name.removesuffix("_total")
     unit = meta_unit
     if not unit:
-        for suffix, u in (("_bytes", "bytes"), ("_seconds", "seconds"), ("_ratio", "ratio"),
-                          ("_percent", "%"), ("_celsius", "°C"), ("_joules", "joules"), ("_watts", "watts")):
+        for suffix, u in (
+            ("_bytes", "bytes"),
+            ("_seconds", "seconds"),
+            ("_ratio", "ratio"),
+            ("_percent", "%"),
+            ("_celsius", "°C"),
+            ("_joules", "joules"),
+            ("_watts", "watts"),
+        ):
             if base.endswith(suffix):
                 unit = u
                 break
@@ -221,37 +355,53 @@ def unit_of(name: str, meta_unit: str = "", rated: bool = False) -> str:
 
 
 def build_metric(
-    name: str, mtype: str, names: Mapping[str, object], filters: Mapping[str, str], step: int,
-    aggregation: Aggregation | None, meta_unit: str = "",
+    name: str,
+    mtype: str,
+    names: Mapping[str, object],
+    filters: Mapping[str, str],
+    step: int,
+    aggregation: Aggregation | None,
+    meta_unit: str = "",
 ) -> Built:
     """The expression a raw metric's type calls for, as one series."""
     w = rate_window(step)
     label = name
     if mtype == "histogram" or (f"{name}_bucket" in names and mtype != "summary"):
         if aggregation == "avg":
-            promql = f"sum(rate({selector(name + '_sum', filters)}[{w}])) / sum(rate({selector(name + '_count', filters)}[{w}]))"
+            promql = mean_of_histogram(name, filters, w)
             label = f"average {name}"
         else:
             q = QUANTILES.get(aggregation or "p95", 0.95)
-            promql = f"histogram_quantile({q}, sum by (le) (rate({selector(name + '_bucket', filters)}[{w}])))"
+            buckets = selector(name + "_bucket", filters)
+            promql = f"histogram_quantile({q}, sum by (le) (rate({buckets}[{w}])))"
             label = f"p{round(q * 100)} {name}"
         return Built(promql, [name], unit_of(name, meta_unit), label)
-    if mtype == "summary" or f"{name}_count" in names and f"{name}_sum" in names:
+    if mtype == "summary" or (f"{name}_count" in names and f"{name}_sum" in names):
         if aggregation in QUANTILES and name in names:
             q = QUANTILES[aggregation or "p50"]
-            promql = f'max({selector(name, filters, {"quantile": ("=", str(q))})})'
+            promql = f"max({selector(name, filters, {'quantile': ('=', str(q))})})"
             label = f"{aggregation} {name}"
         else:
-            promql = f"sum(rate({selector(name + '_sum', filters)}[{w}])) / sum(rate({selector(name + '_count', filters)}[{w}]))"
+            promql = mean_of_histogram(name, filters, w)
             label = f"average {name}"
         return Built(promql, [name], unit_of(name, meta_unit), label)
     if mtype == "counter" or name.endswith("_total"):
-        return Built(f"sum(rate({selector(name, filters)}[{w}]))", [name], unit_of(name, meta_unit, rated=True),
-                     f"{name} per second")
+        return Built(
+            f"sum(rate({selector(name, filters)}[{w}]))",
+            [name],
+            unit_of(name, meta_unit, rated=True),
+            f"{name} per second",
+        )
     if aggregation == "rate":
-        return Built(f"sum(deriv({selector(name, filters)}[{w}]))", [name], unit_of(name, meta_unit, rated=True),
-                     f"change of {name} per second")
-    outer = {"sum": "sum", "max": "max", "min": "min", "count": "count"}.get(aggregation or "", "avg")
+        return Built(
+            f"sum(deriv({selector(name, filters)}[{w}]))",
+            [name],
+            unit_of(name, meta_unit, rated=True),
+            f"change of {name} per second",
+        )
+    outer = {"sum": "sum", "max": "max", "min": "min", "count": "count"}.get(
+        aggregation or "", "avg"
+    )
     return Built(f"{outer}({selector(name, filters)})", [name], unit_of(name, meta_unit), name)
 
 

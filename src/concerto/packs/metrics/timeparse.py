@@ -16,20 +16,74 @@ from concerto.packs.metrics.models import TimeRange
 DEFAULT_WINDOW = timedelta(hours=1)
 TARGET_MAX_POINTS = 250
 # Steps people read easily; the smallest one giving at most TARGET_MAX_POINTS is used.
-_NICE_STEPS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400)
+_NICE_STEPS = (
+    1,
+    2,
+    5,
+    10,
+    15,
+    30,
+    60,
+    120,
+    300,
+    600,
+    900,
+    1800,
+    3600,
+    7200,
+    10800,
+    21600,
+    43200,
+    86400,
+)
 
 _UNITS = {
-    "s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1,
-    "m": 60, "min": 60, "mins": 60, "minute": 60, "minutes": 60,
-    "h": 3600, "hr": 3600, "hrs": 3600, "hour": 3600, "hours": 3600,
-    "d": 86400, "day": 86400, "days": 86400,
-    "w": 604800, "week": 604800, "weeks": 604800,
-    "month": 2592000, "months": 2592000,
+    "s": 1,
+    "sec": 1,
+    "secs": 1,
+    "second": 1,
+    "seconds": 1,
+    "m": 60,
+    "min": 60,
+    "mins": 60,
+    "minute": 60,
+    "minutes": 60,
+    "h": 3600,
+    "hr": 3600,
+    "hrs": 3600,
+    "hour": 3600,
+    "hours": 3600,
+    "d": 86400,
+    "day": 86400,
+    "days": 86400,
+    "w": 604800,
+    "week": 604800,
+    "weeks": 604800,
+    "month": 2592000,
+    "months": 2592000,
 }
 _UNIT_RE = "|".join(sorted(_UNITS, key=len, reverse=True))
-_NUMBER_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
-                 "seven": 7, "eight": 8, "nine": 9, "ten": 10, "twelve": 12, "fifteen": 15,
-                 "twenty": 20, "thirty": 30, "forty-five": 45, "sixty": 60, "ninety": 90}
+_NUMBER_WORDS = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "twelve": 12,
+    "fifteen": 15,
+    "twenty": 20,
+    "thirty": 30,
+    "forty-five": 45,
+    "sixty": 60,
+    "ninety": 90,
+}
 _NUM = r"(?P<n>\d+(?:\.\d+)?|" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True)) + r")"
 _CLOCK = (
     r"\d{4}-\d{2}-\d{2}(?:[ t]\d{1,2}:\d{2}(?::\d{2})?)?(?:z|[+-]\d{2}:?\d{2})?"
@@ -37,13 +91,16 @@ _CLOCK = (
 )
 
 _LAST_N = re.compile(
-    rf"\b(?:(?:last|past|previous|recent)\s+{_NUM}?|(?:over|in|within|for|during)\s+(?:the\s+)?{_NUM.replace('?P<n>', '?P<n2>')})"
+    rf"\b(?:(?:last|past|previous|recent)\s+{_NUM}?"
+    rf"|(?:over|in|within|for|during)\s+(?:the\s+)?{_NUM.replace('?P<n>', '?P<n2>')})"
     rf"\s*-?\s*(?P<u>{_UNIT_RE})\b",
     re.I,
 )
 _SINCE_AGO = re.compile(rf"\bsince\s+{_NUM}\s*(?P<u>{_UNIT_RE})\s+ago\b", re.I)
 _AGO = re.compile(rf"\b{_NUM}\s*(?P<u>{_UNIT_RE})\s+ago\b", re.I)
-_BETWEEN = re.compile(rf"\b(?:between|from)\s+(?P<a>{_CLOCK})\s+(?:and|to|until|-)\s+(?P<b>{_CLOCK})", re.I)
+_BETWEEN = re.compile(
+    rf"\b(?:between|from)\s+(?P<a>{_CLOCK})\s+(?:and|to|until|-)\s+(?P<b>{_CLOCK})", re.I
+)
 _SINCE_CLOCK = re.compile(rf"\bsince\s+(?P<a>{_CLOCK})(?!\s*(?:{_UNIT_RE})\b)", re.I)
 _FUTURE = re.compile(r"\b(?:next|tomorrow|coming|upcoming|in\s+\d+\s+\w+\s+from\s+now)\b", re.I)
 
@@ -72,7 +129,9 @@ def choose_step(duration_s: float) -> int:
 def make_range(start: datetime, end: datetime, expression: str) -> TimeRange:
     """A `TimeRange` with its step chosen from the duration."""
     return TimeRange(
-        start_time=start, end_time=end, expression=expression,
+        start_time=start,
+        end_time=end,
+        expression=expression,
         step_seconds=choose_step(max((end - start).total_seconds(), 1)),
     )
 
@@ -80,13 +139,18 @@ def make_range(start: datetime, end: datetime, expression: str) -> TimeRange:
 def _amount(match: re.Match[str]) -> float:
     groups = match.groupdict()
     raw = (groups.get("n") or groups.get("n2") or "1").lower()
-    return float(_NUMBER_WORDS.get(raw, raw))  # type: ignore[arg-type]
+    return float(_NUMBER_WORDS.get(raw, raw))
 
 
 def _describe(amount: float, unit: str) -> str:
-    name = {1: "second", 60: "minute", 3600: "hour", 86400: "day", 604800: "week", 2592000: "month"}[
-        _UNITS[unit.lower()]
-    ]
+    name = {
+        1: "second",
+        60: "minute",
+        3600: "hour",
+        86400: "day",
+        604800: "week",
+        2592000: "month",
+    }[_UNITS[unit.lower()]]
     if amount == 1:
         return f"the last {name}"
     return f"the last {amount:g} {name}s"
@@ -125,11 +189,20 @@ def parse_time_range(text: str, now: datetime) -> ParsedWindow:
     if (m := _BETWEEN.search(text)) is not None:
         start, end = _clock(m.group("a"), now), _clock(m.group("b"), now)
         if end <= start:
-            raise TimeParseError(f"the window ends ({m.group('b')}) before it starts ({m.group('a')})")
-        return ParsedWindow(_checked(start, min(end, now), f"from {m.group('a')} to {m.group('b')}", now), m.span())
+            raise TimeParseError(
+                f"the window ends ({m.group('b')}) before it starts ({m.group('a')})"
+            )
+        return ParsedWindow(
+            _checked(start, min(end, now), f"from {m.group('a')} to {m.group('b')}", now), m.span()
+        )
     if (m := _SINCE_AGO.search(text)) is not None:
         seconds = _amount(m) * _UNITS[m.group("u").lower()]
-        return ParsedWindow(_checked(now - timedelta(seconds=seconds), now, _describe(_amount(m), m.group("u")), now), m.span())
+        return ParsedWindow(
+            _checked(
+                now - timedelta(seconds=seconds), now, _describe(_amount(m), m.group("u")), now
+            ),
+            m.span(),
+        )
     if (m := _SINCE_CLOCK.search(text)) is not None and m.group("a").strip():
         start = _clock(m.group("a"), now)
         if start > now and not re.match(r"\d{4}-", m.group("a")):
@@ -146,9 +219,15 @@ def parse_time_range(text: str, now: datetime) -> ParsedWindow:
     if (m := _LAST_N.search(text)) is not None:
         amount, unit = _amount(m), m.group("u")
         seconds = amount * _UNITS[unit.lower()]
-        return ParsedWindow(_checked(now - timedelta(seconds=seconds), now, _describe(amount, unit), now), m.span())
-    if (m := re.search(r"\b(?:right\s+now|currently|current|at the moment|now)\b", text, re.I)) is not None:
-        return ParsedWindow(make_range(now - timedelta(minutes=5), now, "the last 5 minutes"), m.span())
+        return ParsedWindow(
+            _checked(now - timedelta(seconds=seconds), now, _describe(amount, unit), now), m.span()
+        )
+    if (
+        m := re.search(r"\b(?:right\s+now|currently|current|at the moment|now)\b", text, re.I)
+    ) is not None:
+        return ParsedWindow(
+            make_range(now - timedelta(minutes=5), now, "the last 5 minutes"), m.span()
+        )
     if (m := _FUTURE.search(text)) is not None:
         raise TimeParseError(f"'{m.group(0)}' is in the future; only past data can be queried")
     return ParsedWindow(make_range(now - DEFAULT_WINDOW, now, "the last hour"), None)

@@ -1,0 +1,136 @@
+"""`metrics_agent` as a Concerto agent: the node's state mapped to `AgentResult`.
+
+This module is imported on every CLI start, so it imports only the agent base; the
+node, httpx and the embedder load on the first metrics question.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentInfo, AgentResult
+from concerto.agents.registry import register_agent
+from concerto.contracts.common import ErrorKind
+from concerto.contracts.events import EventType
+
+_KINDS = {
+    "parsing_error": ErrorKind.VALIDATION,
+    "metric_not_found": ErrorKind.NOT_FOUND,
+    "invalid_time_range": ErrorKind.VALIDATION,
+    "unsupported_operation": ErrorKind.VALIDATION,
+    "grafana_unavailable": ErrorKind.UNAVAILABLE,
+    "invalid_query": ErrorKind.ERROR,
+}
+
+
+@register_agent
+class MetricsAgent(Agent):
+    """Answers questions about infrastructure and service metrics from Prometheus or Grafana."""
+
+    info = AgentInfo(
+        name="metrics_agent",
+        pack="metrics",
+        description=(
+            "Answers questions about infrastructure and application monitoring metrics (CPU usage, "
+            "memory, disk and network throughput, load, request rate, latency percentiles) "
+            "by querying "
+            "Prometheus time series directly or through Grafana, over a time window."
+        ),
+        capabilities=[
+            "CPU usage, memory used, disk and network throughput of servers over a time range",
+            "Request rate, error rate and latency percentiles (p50, p95, p99) of services",
+            "Average, minimum, maximum, total or percentile of any Prometheus metric",
+            "Filter monitoring data by host, instance, job or device",
+            "Time windows such as the last hour, the past 30 minutes, since 2 hours ago, yesterday",
+        ],
+        inputs={"request": "A question about monitoring metrics, in plain language"},
+        outputs={
+            "metric_name": "Metric or concept answered (e.g. cpu_usage)",
+            "promql": "The PromQL expression that was run",
+            "datapoints": "Time series points (timestamp, value)",
+            "statistics": "min, max, mean, last, sum, p50, p95 of the points",
+            "value": "The number the question asks for, in `unit`",
+            "is_empty": "True when the query matched no data",
+        },
+        examples=[
+            "Show CPU usage for the last hour",
+            "How much memory is used on host web-1?",
+            "What was the peak network throughput yesterday?",
+            "p95 request latency over the past 30 minutes",
+            "Disk write throughput since 2 hours ago",
+            "What is the request rate for job api?",
+            "Average system load on the server today",
+        ],
+        default_timeout_ms=15000,
+    )
+
+    async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
+        from concerto.packs.metrics.format import key_findings, summarize
+        from concerto.packs.metrics.models import initial_state
+        from concerto.packs.metrics.node import NodeDeps, process
+
+        question = str(payload.get("request") or payload.get("question") or context.query.query)
+
+        async def emit(title: str, _question: str, details: dict[str, Any]) -> None:
+            await context.emit(EventType.ACTION, title, details, step=2)
+
+        deps = NodeDeps(
+            settings=context.settings,
+            resources=context.resources,
+            llm=context.llm,
+            now=context.now,
+            emit=emit,
+        )
+        run = await process(initial_state(question), deps)
+        state = run.state
+        parsed = state["parsed_query"]
+        meta = {
+            "parsed_query": parsed.model_dump(mode="json") if parsed else None,
+            "processing_time_ms": state["processing_time_ms"],
+            "timings_ms": run.timings_ms,
+        }
+        error, result = state["error"], state["result"]
+        if error is not None or result is None or parsed is None:
+            assert error is not None  # the node guarantees one of result or error
+            raise AgentFailure(
+                error.message,
+                error_type=error.error_type,
+                kind=_KINDS[error.error_type],
+                suggestion=error.suggestion,
+                details=error.details,
+                output=meta | {"error_type": error.error_type},
+            )
+        summary = summarize(result, parsed)
+        findings = key_findings(result)
+        if result.is_empty and parsed.filters:
+            findings.append(await _known_values_hint(deps, parsed.filters, parsed.metrics))
+        return AgentResult(
+            output=result.model_dump(mode="json") | meta,
+            summary=summary,
+            key_findings=[f for f in findings if f],
+            follow_up_questions=_follow_ups(parsed.label, result.time_range.expression),
+        )
+
+
+async def _known_values_hint(deps: Any, filters: dict[str, str], metrics: list[str]) -> str:
+    """For an empty answer: the values the filtered labels do take (a likely typo)."""
+    from concerto.packs.metrics.backend import get_backend
+    from concerto.packs.metrics.models import MetricsQueryFailure
+
+    try:
+        backend = await get_backend(deps.settings, deps.resources)
+        hints = []
+        for label in filters:
+            values = await backend.label_values(label, match=metrics[0] if metrics else None)
+            if values:
+                hints.append(f"{label} takes the values {', '.join(values[:8])}")
+        return ("No data matched the filters; " + "; ".join(hints) + ".") if hints else ""
+    except MetricsQueryFailure:
+        return ""
+
+
+def _follow_ups(label: str, window: str) -> list[str]:
+    return [
+        f"What was the peak {label.lower()} over {window}?",
+        f"Show {label.lower()} for yesterday",
+    ]

@@ -1,0 +1,269 @@
+"""The `metrics_agent` node: the five steps of 003_*.txt over a `MetricsQueryState`.
+
+1 parse (LLM when configured, else deterministic), 2 validate (metric exists, window,
+operation), 3 execute (range query), 4 format (`MetricsQueryResult`), 5 return the
+updated state. Whatever happens, the returned state holds exactly one of `result`
+or `error` (the spec's "State Guarantees"); nothing is retried automatically.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from concerto.packs.metrics.models import (
+    MetricsQuery,
+    MetricsQueryFailure,
+    MetricsQueryResult,
+    MetricsQueryState,
+    QueryError,
+)
+
+if TYPE_CHECKING:
+    from concerto.llm.base import LLMClient
+    from concerto.packs.metrics.backend import MetricInfo, PrometheusBackend
+    from concerto.resources import Resources
+    from concerto.settings import Settings
+
+log = logging.getLogger(__name__)
+
+MAX_RANGE = timedelta(days=400)
+STEPS = ("parse", "validate", "query", "format")
+Emit = Callable[[str, str, dict[str, Any]], Awaitable[None]]
+
+
+@dataclass
+class NodeDeps:
+    """What the node needs: settings, shared resources, the LLM if any, the clock.
+
+    `now=None` reads the wall clock at each call (a LangGraph graph running for long);
+    the Concerto agent passes the query's fixed clock.
+    """
+
+    settings: Settings
+    resources: Resources
+    llm: LLMClient | None = None
+    now: datetime | None = None
+    emit: Emit | None = None
+
+
+@dataclass
+class NodeRun:
+    """The final state of one run with the time each step took."""
+
+    state: MetricsQueryState
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    source: str = "prometheus"
+
+
+@contextmanager
+def _timed(timings: dict[str, float], step: str) -> Iterator[None]:
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        timings[step] = round((time.perf_counter() - start) * 1000, 3)
+
+
+async def _parse(
+    question: str,
+    now: datetime,
+    deps: NodeDeps,
+    backend: PrometheusBackend,
+    catalog: Mapping[str, MetricInfo],
+) -> MetricsQuery:
+    from concerto.packs.metrics.parser import parse_question
+
+    embedder = deps.resources.embedder
+    if deps.llm is not None:
+        from concerto.llm.base import LLMError
+        from concerto.packs.metrics.llm_parse import llm_parse
+
+        try:
+            return await llm_parse(question, now, deps.llm, catalog, embedder)
+        except LLMError as exc:
+            if exc.kind not in ("unavailable", "timeout"):
+                raise MetricsQueryFailure(
+                    "parsing_error",
+                    "Could not understand your query.",
+                    suggestion='Rephrase the question, e.g. "Show CPU usage for the last hour".',
+                    details={"llm_error": str(exc), "kind": exc.kind},
+                ) from exc
+            log.warning("LLM unavailable (%s); parsing the metrics question deterministically", exc)
+    return parse_question(question, now, catalog, embedder)
+
+
+def validate(query: MetricsQuery, catalog: Mapping[str, MetricInfo], now: datetime) -> None:
+    """Step 2: the operation is supported, every metric exists, the window is usable."""
+    from concerto.packs.metrics.match import closest_names
+
+    if query.operation == "anomaly_detection":
+        raise MetricsQueryFailure(
+            "unsupported_operation",
+            "Anomaly detection is not supported.",
+            suggestion="Try asking for raw metric data instead, "
+            f'e.g. "Show {query.label} for the last hour".',
+            details={"operation": query.operation},
+        )
+    if query.operation == "forecast":
+        raise MetricsQueryFailure(
+            "unsupported_operation",
+            "Forecasting is not supported; only past data can be queried.",
+            suggestion="Ask about a past window instead, "
+            f'e.g. "Show {query.label} for the last day".',
+            details={"operation": query.operation},
+        )
+    for metric in query.metrics:
+        if metric not in catalog and f"{metric}_bucket" not in catalog:
+            near = closest_names(metric, list(catalog))
+            raise MetricsQueryFailure(
+                "metric_not_found",
+                f"The metric '{metric}' does not exist on this server.",
+                suggestion=f"Did you mean {', '.join(near)}?"
+                if near
+                else "Ask about another metric.",
+                details={"metric": metric, "closest": near},
+            )
+    tr = query.time_range
+    if tr.end_time <= tr.start_time:
+        raise MetricsQueryFailure(
+            "invalid_time_range",
+            "The time range ends before it starts.",
+            suggestion='Give the earlier time first, e.g. "from 10:00 to 11:00".',
+            details={"start": tr.start_time.isoformat(), "end": tr.end_time.isoformat()},
+        )
+    if tr.start_time >= now:
+        raise MetricsQueryFailure(
+            "invalid_time_range",
+            "The time range lies in the future; only past data can be queried.",
+            suggestion='Ask about a past window, e.g. "for the last hour".',
+            details={"start": tr.start_time.isoformat(), "now": now.isoformat()},
+        )
+    if tr.end_time - tr.start_time > MAX_RANGE:
+        raise MetricsQueryFailure(
+            "invalid_time_range",
+            f"The time range is longer than {MAX_RANGE.days} days.",
+            suggestion='Ask about a shorter window, e.g. "for the last 30 days".',
+            details={"days": (tr.end_time - tr.start_time).days},
+        )
+    if not query.promql:
+        raise MetricsQueryFailure(
+            "invalid_query",
+            "No query could be built for this question.",
+            suggestion='Name the metric, e.g. "node_load1 for the last hour".',
+        )
+
+
+def _unsupported_without_backend(
+    question: str, now: datetime, failure: MetricsQueryFailure
+) -> None:
+    """An anomaly or forecast question is unsupported whether or not a backend answers."""
+    from concerto.packs.metrics.parser import read_text
+
+    parts = read_text(question, now)
+    if parts.operation != "query":
+        validate(
+            MetricsQuery(
+                metric_name="metric",
+                time_range=parts.time_range,
+                operation=parts.operation,
+                label="the metric",
+            ),
+            {},
+            now,
+        )
+    raise failure
+
+
+async def process(state: MetricsQueryState, deps: NodeDeps) -> NodeRun:
+    """Run the five steps on `state` and return the updated state with step timings."""
+    from concerto.packs.metrics.backend import get_backend
+    from concerto.packs.metrics.format import build_result
+
+    started = time.perf_counter()
+    now = deps.now or datetime.now(UTC)
+    question = state.get("user_query") or ""
+    timings: dict[str, float] = {}
+    parsed: MetricsQuery | None = state.get("parsed_query")
+    result: MetricsQueryResult | None = None
+    error: QueryError | None = None
+    source = "prometheus"
+
+    async def emit(title: str, details: dict[str, Any]) -> None:
+        if deps.emit is not None:
+            await deps.emit(title, question, details)
+
+    try:
+        with _timed(timings, "parse"):
+            try:
+                backend = await get_backend(deps.settings, deps.resources)
+                source = backend.source
+                catalog = await backend.catalog()
+            except MetricsQueryFailure as failure:
+                _unsupported_without_backend(question, now, failure)
+                raise
+            parsed = await _parse(question, now, deps, backend, catalog)
+        await emit(
+            "Parsed the question",
+            {
+                "metric": parsed.metric_name,
+                "promql": parsed.promql,
+                "window": parsed.time_range.expression,
+            },
+        )
+        with _timed(timings, "validate"):
+            catalog = await backend.catalog()  # cached for 5 minutes, so usually free
+            validate(parsed, catalog, now)
+        with _timed(timings, "query"):
+            tr = parsed.time_range
+            series = await backend.query_range(
+                parsed.promql, tr.start_time, tr.end_time, tr.step_seconds
+            )
+        await emit("Queried Prometheus", {"series": len(series), "step_s": tr.step_seconds})
+        with _timed(timings, "format"):
+            try:
+                result = build_result(parsed, series, source)
+            except (ValidationError, ValueError) as exc:
+                raise MetricsQueryFailure(
+                    "invalid_query",
+                    "Could not format results.",
+                    suggestion="Contact administrator.",
+                    details={"error": str(exc)},
+                ) from exc
+    except MetricsQueryFailure as failure:
+        error, result = failure.error, None
+    except Exception as exc:  # the state must still say what went wrong (no suppressed errors)
+        log.exception("metrics node failed unexpectedly")
+        error, result = (
+            QueryError(
+                error_type="invalid_query",
+                message="The metrics query failed unexpectedly.",
+                suggestion="Try again; if it keeps failing, contact the administrator.",
+                details={"exception": repr(exc)},
+            ),
+            None,
+        )
+    final: MetricsQueryState = {
+        **state,
+        "parsed_query": parsed,
+        "result": result,
+        "error": error,
+        "processing_time_ms": round((time.perf_counter() - started) * 1000, 3),
+    }
+    return NodeRun(state=final, timings_ms=timings, source=source)
+
+
+def make_node(deps: NodeDeps) -> Callable[[MetricsQueryState], Awaitable[MetricsQueryState]]:
+    """The node as LangGraph calls it: an async function of the state."""
+
+    async def metrics_agent(state: MetricsQueryState) -> MetricsQueryState:
+        return (await process(state, deps)).state
+
+    return metrics_agent
