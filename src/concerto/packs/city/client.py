@@ -18,7 +18,7 @@ import contextlib
 import os
 import sys
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -46,6 +46,9 @@ class ServerSpec(BaseModel):
     url: str | None = Field(None, description="Streamable HTTP endpoint, e.g. http://host:8000/mcp")
     headers: dict[str, str] = {}
     description: str | None = Field(None, description="Shown before each tool's own description")
+    type: Literal["stdio", "http", "streamable-http"] | None = Field(
+        None, description="Accepted for compatibility with other clients' files; inferred anyway"
+    )
 
     @model_validator(mode="after")
     def _one_transport(self) -> ServerSpec:
@@ -93,6 +96,7 @@ class MCPServer:
         self._owner: asyncio.Task[None] | None = None
         self._closing = asyncio.Event()
         self._lock = asyncio.Lock()
+        self._stopping: set[asyncio.Task[None]] = set()
 
     @classmethod
     def from_settings(cls, spec: ServerSpec, settings: Settings) -> MCPServer:
@@ -123,7 +127,7 @@ class MCPServer:
             self._session = await asyncio.wait_for(asyncio.shield(ready), self.connect_timeout_s)
         except TimeoutError:
             ready.cancel()  # the owner must not report into a future nobody awaits
-            await self._stop()
+            self._stop_in_background()  # stopping a stuck process takes seconds; report now
             raise MCPCallError(
                 f"MCP server '{self.spec.name}' ({self.spec.where}) did not complete the "
                 f"connection within {self.connect_timeout_s:g} s; check that it starts and "
@@ -185,6 +189,14 @@ class MCPServer:
             f"{type(leaf).__name__}: {leaf}".rstrip(": "),
             kind=ErrorKind.UNAVAILABLE,
         )
+
+    def _stop_in_background(self) -> None:
+        """Cancel the owner task now and let it clean up on its own; `aclose` awaits it."""
+        owner, self._owner, self._session = self._owner, None, None
+        if owner is not None and not owner.done():
+            owner.cancel()
+            self._stopping.add(owner)
+            owner.add_done_callback(self._stopping.discard)
 
     async def _stop(self) -> None:
         """Ask the owner task to close the session, cancelling it if it does not in time."""
@@ -263,6 +275,8 @@ class MCPServer:
         """Close the session and stop the server process (called by `Resources.aclose`)."""
         async with self._lock:
             await self._stop()
+        if self._stopping:
+            await asyncio.gather(*self._stopping, return_exceptions=True)
 
 
 def _leaf(exc: BaseException) -> BaseException:

@@ -117,7 +117,9 @@ def make_tool_agent(spec: ServerSpec, tool: Tool, name: str) -> type[Agent]:
             if not isinstance(arguments, dict):
                 arguments = await arguments_for(str(payload.get("request", "")), schema, context)
             result = await call_tool(context, spec.name, tool.name, arguments)
-            text = str(result.get("text") or json.dumps(result, ensure_ascii=False))
+            # FastMCP wraps a plain return value as {"result": value}.
+            value = result.get("result") if set(result) == {"result"} else result.get("text")
+            text = value if isinstance(value, str) else json.dumps(result, ensure_ascii=False)
             summary = text if len(text) <= 300 else text[:297] + "..."
             return AgentResult(output=result, summary=summary, key_findings=[summary])
 

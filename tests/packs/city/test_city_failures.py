@@ -1,0 +1,182 @@
+"""MCP failures: a server killed mid-request, one that never answers, a tool error,
+malformed tool output, a request timeout. The misbehaving servers are real MCP servers
+(`mcp_servers/odd_weather.py`) or real processes that never speak MCP.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from concerto.agents.base import AgentFailure
+from concerto.contracts.common import ErrorKind
+from concerto.packs.city.client import MCPServer
+from concerto.packs.city.temperature import TemperatureAgent
+from concerto.resources import Resources
+from concerto.settings import Settings
+from concerto.testing import make_context
+
+from .conftest import FIXTURE_SERVERS, free_port, servers_file
+
+
+def odd_weather_settings(tmp_path: Path, **overrides: int) -> Settings:
+    """Settings whose `weather` server is `odd_weather.py` (the servers file replaces built-ins)."""
+    path = servers_file(
+        tmp_path,
+        f"""
+servers:
+  - name: weather
+    command: {sys.executable}
+    args: ["{FIXTURE_SERVERS / "odd_weather.py"}"]
+    env:
+      PID_FILE: "{tmp_path / "pid"}"
+      STARTED_FILE: "{tmp_path / "started"}"
+""",
+    )
+    values = {"mcp_connect_timeout_ms": 20000, "city_request_timeout_ms": 15000, **overrides}
+    return Settings(data_dir=tmp_path, mcp_servers_file=path, **values)  # type: ignore[arg-type]
+
+
+async def run_temperature(settings: Settings, resources: Resources, city: str) -> dict[str, object]:
+    ctx = make_context("q", settings=settings, resources=resources)
+    return (await TemperatureAgent(settings, resources).run(ctx, {"city": city})).output
+
+
+async def test_server_killed_mid_request_fails_fast_then_restarts(tmp_path: Path) -> None:
+    settings = odd_weather_settings(tmp_path)
+    resources = Resources(settings)
+    try:
+        assert (await run_temperature(settings, resources, "Anytown"))["temperature"] == 55.0
+        first_pid = int((tmp_path / "pid").read_text())
+        call = asyncio.create_task(run_temperature(settings, resources, "Slowville"))
+        for _ in range(200):
+            if (tmp_path / "started").exists():
+                break
+            await asyncio.sleep(0.05)
+        started = time.monotonic()
+        os.kill(first_pid, signal.SIGKILL)
+        with pytest.raises(AgentFailure) as err:
+            await call
+        assert time.monotonic() - started < 5  # not the 15 s request timeout
+        assert err.value.kind == ErrorKind.UNAVAILABLE and err.value.error_type == "mcp_unavailable"
+        assert "restarted on the next request" in err.value.message
+        # The next request starts a new server process.
+        assert (await run_temperature(settings, resources, "Anytown"))["temperature"] == 55.0
+        assert int((tmp_path / "pid").read_text()) != first_pid
+    finally:
+        await resources.aclose()
+
+
+async def test_server_that_never_answers_times_out_on_connect(tmp_path: Path) -> None:
+    path = servers_file(
+        tmp_path,
+        f"""
+- name: weather
+  command: {sys.executable}
+  args: ["-c", "import time; time.sleep(120)"]
+""",
+    )
+    settings = Settings(data_dir=tmp_path, mcp_servers_file=path, mcp_connect_timeout_ms=500)
+    resources = Resources(settings)
+    started = time.monotonic()
+    try:
+        with pytest.raises(
+            AgentFailure, match=r"did not complete the connection within 0\.5 s"
+        ) as err:
+            await run_temperature(settings, resources, "Boston")
+        assert time.monotonic() - started < 2  # reported at the timeout, not after the clean-up
+    finally:
+        await resources.aclose()
+    assert err.value.kind == ErrorKind.TIMEOUT and err.value.error_type == "timeout"
+    assert "CONCERTO_MCP_CONNECT_TIMEOUT_MS" in err.value.message
+    assert time.monotonic() - started < 6  # the timeout, then the stuck process is stopped
+
+
+async def test_unreachable_http_server(tmp_path: Path) -> None:
+    url = f"http://127.0.0.1:{free_port()}/mcp"
+    path = servers_file(tmp_path, f"- name: weather\n  url: {url}\n")
+    settings = Settings(data_dir=tmp_path, mcp_servers_file=path, mcp_connect_timeout_ms=1500)
+    resources = Resources(settings)
+    try:
+        with pytest.raises(AgentFailure) as err:
+            await run_temperature(settings, resources, "Boston")
+    finally:
+        await resources.aclose()
+    assert err.value.kind in (ErrorKind.UNAVAILABLE, ErrorKind.TIMEOUT)
+    assert url in err.value.message
+
+
+async def test_missing_command(tmp_path: Path) -> None:
+    path = servers_file(tmp_path, "- name: weather\n  command: /nonexistent/mcp-server\n")
+    settings = Settings(data_dir=tmp_path, mcp_servers_file=path)
+    resources = Resources(settings)
+    try:
+        with pytest.raises(AgentFailure, match="Cannot connect to MCP server 'weather'") as err:
+            await run_temperature(settings, resources, "Boston")
+    finally:
+        await resources.aclose()
+    assert err.value.kind == ErrorKind.UNAVAILABLE
+
+
+async def test_request_timeout(tmp_path: Path) -> None:
+    settings = odd_weather_settings(tmp_path, city_request_timeout_ms=700)
+    resources = Resources(settings)
+    started = time.monotonic()
+    try:
+        with pytest.raises(
+            AgentFailure, match=r"did not answer getTemperature within 0\.7 s"
+        ) as err:
+            await run_temperature(settings, resources, "Slowville")
+        assert err.value.kind == ErrorKind.TIMEOUT
+        # The session survives a slow call.
+        assert (await run_temperature(settings, resources, "Anytown"))["temperature"] == 55.0
+    finally:
+        await resources.aclose()
+    assert time.monotonic() - started < 15
+
+
+async def test_tool_error_without_the_spec_shape(tmp_path: Path) -> None:
+    settings = odd_weather_settings(tmp_path)
+    resources = Resources(settings)
+    try:
+        with pytest.raises(AgentFailure, match="the thermometer broke") as err:
+            await run_temperature(settings, resources, "Boom")
+    finally:
+        await resources.aclose()
+    assert err.value.kind == ErrorKind.ERROR and err.value.details["code"] == -1
+
+
+async def test_malformed_tool_output(tmp_path: Path) -> None:
+    settings = odd_weather_settings(tmp_path)
+    resources = Resources(settings)
+    try:
+        with pytest.raises(AgentFailure, match="malformed getTemperature result") as err:
+            await run_temperature(settings, resources, "Malformed")
+    finally:
+        await resources.aclose()
+    assert err.value.error_type == "malformed_response"
+    assert "temperature" in err.value.message and "unit" in err.value.message
+
+
+async def test_aclose_stops_the_server_process(tmp_path: Path) -> None:
+    settings = odd_weather_settings(tmp_path)
+    resources = Resources(settings)
+    await run_temperature(settings, resources, "Anytown")
+    pid = int((tmp_path / "pid").read_text())
+    server = resources.get("city.mcp.weather", lambda: None)
+    assert isinstance(server, MCPServer) and server.connected
+    await resources.aclose()
+    for _ in range(50):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        await asyncio.sleep(0.1)
+    else:
+        pytest.fail("the MCP server process is still running after aclose()")
