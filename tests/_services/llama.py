@@ -117,10 +117,15 @@ def start_llama_server(
     *,
     model_path: Path | None = None,
     n_ctx: int = 2048,
-    n_threads: int | None = None,
+    threads: int | None = 1,
     startup_timeout_s: float = 120.0,
 ) -> LlamaServer:
     """Start `llama_cpp.server` with this interpreter and wait until `/v1/models` answers.
+
+    `threads` is used for both generation and prompt processing. One is the default:
+    on a small shared machine, a second OpenMP thread that has to wait for a busy
+    core makes every batch wait with it (a 4-token completion went from 0.2 s to
+    over 5 s while other tests ran); None leaves llama-cpp-python's defaults.
 
     The caller stops it with `server.stop()`. Raises `LlamaUnavailable` with the end of
     the server's log when it is not installed or does not come up.
@@ -143,8 +148,8 @@ def start_llama_server(
         "--verbose",
         "False",
     ]
-    if n_threads is not None:
-        command += ["--n_threads", str(n_threads)]
+    if threads is not None:
+        command += ["--n_threads", str(threads), "--n_threads_batch", str(threads)]
     started = time.perf_counter()
     with log.open("wb") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)

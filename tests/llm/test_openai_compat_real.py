@@ -48,7 +48,7 @@ ROUTE = [
 def llm(llama_server: LlamaServer) -> OpenAICompatibleLLM:
     """A client of the real server. Sync on purpose: async fixtures run on the session
     loop here, and a connection pool must be closed on the loop that opened it."""
-    return OpenAICompatibleLLM(llama_server.model, base_url=llama_server.base_url, timeout_s=60)
+    return OpenAICompatibleLLM(llama_server.model, base_url=llama_server.base_url, timeout_s=120)
 
 
 async def test_server_started_quickly(llama_server: LlamaServer) -> None:
@@ -88,7 +88,9 @@ async def test_json_object_mode_constrains_output_to_the_schema(llm: OpenAICompa
 
 
 async def test_structured_output_through_settings(llama_server: LlamaServer) -> None:
-    settings = Settings(llm_base_url=llama_server.base_url, llm_model=llama_server.model)
+    settings = Settings(
+        llm_base_url=llama_server.base_url, llm_model=llama_server.model, llm_timeout_s=120
+    )
     client = llm_from_settings(settings)
     assert isinstance(client, OpenAICompatibleLLM)
     usage = Usage()
