@@ -1,0 +1,112 @@
+"""A real Prometheus scraping a real node exporter for the session, and helpers.
+
+The binaries come from Debian's packages. When they are missing the tests that need
+them FAIL with the install command, unless CONCERTO_SKIP_PROMETHEUS=1 says to skip.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from concerto.agents.base import AgentContext
+from concerto.nlp.embeddings import Embedder, default_embedder
+from concerto.packs.metrics._local_prometheus import (
+    INSTALL_HINT,
+    LocalPrometheus,
+    LocalPrometheusError,
+    missing_binaries,
+    skip_requested,
+)
+from concerto.resources import Resources
+from concerto.settings import Settings
+from concerto.testing import make_context
+
+
+@pytest.fixture(scope="session")
+def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalPrometheus]:
+    """Node exporter + Prometheus on free loopback ports, 1 s scrapes, data already there."""
+    if skip_requested():
+        pytest.skip("CONCERTO_SKIP_PROMETHEUS=1: real Prometheus tests skipped")
+    missing = missing_binaries()
+    if missing:
+        pytest.fail(f"{', '.join(missing)} not found; install with: {INSTALL_HINT}", pytrace=False)
+    local = LocalPrometheus(scrape_interval_s=1, workdir=tmp_path_factory.mktemp("prometheus"))
+    try:
+        local.start(wait_for_data_s=60)
+    except LocalPrometheusError as exc:
+        pytest.fail(f"could not start the local Prometheus: {exc}", pytrace=False)
+    # A few more scrapes so that rates over the first seconds have several samples.
+    time.sleep(3)
+    yield local
+    local.stop()
+
+
+@pytest.fixture(scope="session")
+def shared_embedder() -> Embedder:
+    """One embedder for the session: the model loads once and its cache stays warm."""
+    return default_embedder()
+
+
+def context_for(
+    settings: Settings, embedder: Embedder, question: str = "metrics question", **kwargs: Any
+) -> AgentContext:
+    """An agent context whose resources share the session's embedder."""
+    resources = Resources(settings)
+    resources.put("embedder", embedder)
+    return make_context(question, settings=settings, resources=resources, **kwargs)
+
+
+@pytest.fixture
+def prom_settings(prometheus: LocalPrometheus, tmp_path: Path) -> Settings:
+    """Settings pointing at the session's Prometheus."""
+    return Settings(prometheus_url=prometheus.url, data_dir=tmp_path, metrics_timeout_s=5)
+
+
+@pytest_asyncio.fixture(loop_scope="function")
+async def prom_context(
+    prom_settings: Settings, shared_embedder: Embedder
+) -> AsyncIterator[AgentContext]:
+    """A context on the real Prometheus; its HTTP client is closed after the test."""
+    ctx = context_for(prom_settings, shared_embedder, now=datetime.now(UTC))
+    yield ctx
+    await ctx.resources.aclose()
+
+
+class _SlowHandler(BaseHTTPRequestHandler):
+    delay_s = 2.0
+
+    def do_GET(self) -> None:
+        time.sleep(self.delay_s)
+        body = b'{"status":"success","data":[]}'
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        except OSError:
+            pass  # the client gave up (that is the point of the test)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return None
+
+
+@pytest.fixture
+def slow_server() -> Iterator[str]:
+    """An HTTP server on loopback that answers every request after 2 s."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _SlowHandler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
