@@ -126,7 +126,7 @@ async def test_ambiguous_unknown_and_missing_cities(
         await agent.run(ctx, await agent.prepare("weather in Springfield?", ctx))
     assert err.value.error_type == "ambiguous_city" and err.value.kind == ErrorKind.VALIDATION
     assert "Springfield, IL" in err.value.details["options"]
-    assert err.value.suggestion and err.value.suggestion.startswith("Ask again with the state")
+    assert "Which one? Add the state, e.g. 'Springfield, MO'." in err.value.message
 
     ok = await agent.run(ctx, await agent.prepare("weather in Springfield, IL?", ctx))
     assert ok.output["city"] == "Springfield, IL"

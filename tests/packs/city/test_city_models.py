@@ -185,3 +185,38 @@ def test_cli_help_documents_every_command_and_option() -> None:
             assert param.help, param.name  # type: ignore[attr-defined]
     bad = runner.invoke(mcp, ["serve", "weather", "--transport", "carrier-pigeon"])
     assert bad.exit_code != 0
+
+
+def test_orchestration_log_from_events() -> None:
+    from concerto.contracts.events import Event, EventType, QueryState
+
+    events = [
+        Event(
+            query_id="q",
+            seq=1,
+            type=EventType.STATE,
+            state=QueryState.RECEIVED,
+            title="Received question",
+        ),
+        Event(
+            query_id="q",
+            seq=2,
+            type=EventType.STATE,
+            state=QueryState.PLANNED,
+            title="Planned 2 task(s), parallel",
+            details={"reasoning": "independent lookups"},
+        ),
+        Event(
+            query_id="q",
+            seq=3,
+            type=EventType.ACTION,
+            source="datetime",
+            title="Calling getDateTime",
+        ),
+    ]
+    error = OrchestratorErrorResponse(error_message="x", error_category="timeout")
+    assert to_query_response(error, events).orchestration_log == [
+        "Received: Received question",
+        "Planned: Planned 2 task(s), parallel (independent lookups)",
+        "datetime: Calling getDateTime",
+    ]

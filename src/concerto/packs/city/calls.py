@@ -20,10 +20,6 @@ _ERROR_TYPES = {
     503: "provider_unavailable",
     504: "provider_timeout",
 }
-_SUGGESTIONS = {
-    "ambiguous_city": "Ask again with the state, e.g. '{first}'.",
-    "city_not_found": "Did you mean {options}?",
-}
 
 
 async def call_tool(
@@ -58,18 +54,12 @@ async def call_tool(
                 else "mcp_error"
             )
         )
+        # The server's message already says what to do ("Which one? Add the state, ...").
         options = [str(o) for o in exc.data.get("options") or []]
-        template = _SUGGESTIONS.get(error_type)
-        suggestion = (
-            template.format(first=options[0], options=" or ".join(options))
-            if (template and options)
-            else None
-        )
         raise AgentFailure(
             exc.message,
             error_type=error_type,
             kind=exc.kind,
-            suggestion=suggestion,
             details={"server": server, "tool": tool, "code": exc.code, "options": options},
         ) from None
 
@@ -102,6 +92,5 @@ def city_from(payload: dict[str, Any]) -> str:
             "Which city? Name a US city, e.g. 'What time is it in Seattle?'.",
             error_type="missing_city",
             kind=ErrorKind.VALIDATION,
-            suggestion="Ask again with a city, e.g. 'Springfield, IL'.",
         )
     return city

@@ -199,7 +199,7 @@ def resolve(text: str) -> City:
     options = [c.label for c in matches]
     raise CityError(
         f"There are several cities named {matches[0].name}: {'; '.join(options)}. "
-        f"Which one? For example '{options[0]}'.",
+        f"Which one? Add the state, e.g. '{options[0]}'.",
         code=409,
         reason="ambiguous_city",
         options=options,

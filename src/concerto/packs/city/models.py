@@ -16,6 +16,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator, model_validator
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from concerto.contracts.events import Event
     from concerto.contracts.orchestrator import OrchestratorErrorResponse, OrchestratorOutput
 
 MIN_TEMPERATURE_F = -100.0
@@ -197,32 +200,36 @@ _DATA: dict[str, type[BaseModel]] = {
 }
 
 
-def to_query_response(output: OrchestratorOutput | OrchestratorErrorResponse) -> QueryResponse:
+def to_query_response(
+    output: OrchestratorOutput | OrchestratorErrorResponse, events: Iterable[Event] = ()
+) -> QueryResponse:
     """Build the spec's `QueryResponse` from what the orchestrator returned.
 
     Each sub-agent's data is taken from its completed result, so a failing agent leaves
-    the other's data in place; its error goes to `errors`.
+    the other's data in place; its error goes to `errors`. With the query's `events`,
+    the orchestration log is the step-by-step record (states, the plan's strategy and
+    reasoning, each agent's actions); without them it is rebuilt from the output.
     """
     from concerto.contracts.orchestrator import OrchestratorOutput
 
     data: dict[str, BaseModel] = {}
     errors: list[str] = []
     log: list[str] = []
-    if isinstance(output, OrchestratorOutput):
-        message, results, invoked = output.response, output.agent_results, output.agents_invoked
-        ic = output.intent_classification
+    ic = output.intent_classification
+    if ic is not None:
         log.append(
             f"Classified as '{ic.primary_intent}' by {ic.classification_method} "
             f"(confidence {ic.confidence:.2f}); agents: {', '.join(ic.agents) or 'none'}"
         )
         if ic.reasoning:
             log.append(f"Reasoning: {ic.reasoning}")
+    if isinstance(output, OrchestratorOutput):
+        message, results, invoked = output.response, output.agent_results, output.agents_invoked
         log.extend(_plan_lines(output.breakdown))
         notes = output.notes
     else:
         message, results = output.error_message, output.partial_results or []
         invoked = [r.agent for r in results]
-        errors.append(output.error_message)
         notes = []
     for r in results:
         log.append(f"{r.agent}: {r.status} in {r.total_latency_ms:.0f} ms")
@@ -231,6 +238,10 @@ def to_query_response(output: OrchestratorOutput | OrchestratorErrorResponse) ->
         if model is not None and r.status == "completed" and r.agent not in data:
             data[r.agent] = model.model_validate(r.output)
     log.extend(notes)
+    if events:
+        log = [_event_line(e) for e in events] or log
+    if not isinstance(output, OrchestratorOutput) and not errors:
+        errors.append(output.error_message)
     return QueryResponse(
         query_id=output.query_id,
         message=message,
@@ -242,6 +253,13 @@ def to_query_response(output: OrchestratorOutput | OrchestratorErrorResponse) ->
         errors=errors,
         duration=dt.timedelta(milliseconds=max(output.total_latency_ms, 0.001)),
     )
+
+
+def _event_line(event: Event) -> str:
+    """One orchestration step: "Planned: Planned 2 task(s), parallel (both independent)"."""
+    who = event.state.value if event.state is not None else event.source
+    reasoning = event.details.get("reasoning")
+    return f"{who}: {event.title}" + (f" ({reasoning})" if reasoning else "")
 
 
 def _plan_lines(breakdown: dict[str, Any]) -> list[str]:
