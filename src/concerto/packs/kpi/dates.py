@@ -21,16 +21,38 @@ from datetime import date
 from concerto.packs.kpi.months import Month
 
 _NUMBER_WORDS = {
-    "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "eighteen": 18, "twenty-four": 24,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "eighteen": 18,
+    "twenty-four": 24,
 }
 _MONTHS = {
     name: i
     for i, names in enumerate(
-        [("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"),
-         ("may",), ("june", "jun"), ("july", "jul"), ("august", "aug"),
-         ("september", "sep", "sept"), ("october", "oct"), ("november", "nov"),
-         ("december", "dec")],
+        [
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ],
         start=1,
     )
     for name in names
@@ -53,6 +75,15 @@ class Period:
     @property
     def single(self) -> bool:
         return self.first == self.last and self.last_n is None
+
+
+class PeriodError(ValueError):
+    """A period expression that names an impossible date; `phrase` is the text as written."""
+
+    def __init__(self, phrase: str, reason: str) -> None:
+        super().__init__(f"{phrase!r}: {reason}")
+        self.phrase = phrase
+        self.reason = reason
 
 
 def last_n_months(today: date, n: int) -> tuple[Month, Month]:
@@ -130,6 +161,8 @@ def _named_month(m: re.Match[str], today: date) -> tuple[Month, Month, int | Non
 
 def _iso_month(m: re.Match[str], today: date) -> tuple[Month, Month, int | None]:
     month = Month(int(m["y"]), int(m["mo"]))
+    if m["d"] and not 1 <= int(m["d"]) <= month.last_day.day:
+        raise ValueError(f"day must be in 1..{month.last_day.day} for {month.name}")
     return month, month, None
 
 
@@ -139,17 +172,35 @@ def _year(m: re.Match[str], today: date) -> tuple[Month, Month, int | None]:
 
 _Y = r"(?P<{g}>(?:19|20|21)\d{{2}})"
 _RULES: list[Rule] = [
-    (re.compile(rf"\b(?:from|between)?\s*{_MON.format(g='m1')}(?:\s*,?\s*{_Y.format(g='y1')})?"
-                rf"\s*(?:to|until|till|through|thru|and|-|–)\s*{_MON.format(g='m2')}"
-                rf"(?:\s*,?\s*{_Y.format(g='y2')})?\b", re.I), _range_named),
-    (re.compile(r"\b(?:from|between)?\s*(?P<y1>\d{4})-(?P<mo1>\d{1,2})(?:-\d{1,2})?\s*"
-                r"(?:to|until|through|and|-)\s*(?P<y2>\d{4})-(?P<mo2>\d{1,2})(?:-\d{1,2})?\b", re.I),
-     _iso_range),
-    (re.compile(rf"\b(?:last|previous|past|prior)\s+{_NUM}\s+(?:calendar\s+)?months?\b", re.I), _last_n),
+    (
+        re.compile(
+            rf"\b(?:from|between)?\s*{_MON.format(g='m1')}(?:\s*,?\s*{_Y.format(g='y1')})?"
+            rf"\s*(?:to|until|till|through|thru|and|-|\u2013)\s*{_MON.format(g='m2')}"
+            rf"(?:\s*,?\s*{_Y.format(g='y2')})?\b",
+            re.I,
+        ),
+        _range_named,
+    ),
+    (
+        re.compile(
+            r"\b(?:from|between)?\s*(?P<y1>\d{4})-(?P<mo1>\d{1,2})(?:-\d{1,2})?\s*"
+            r"(?:to|until|through|and|-)\s*(?P<y2>\d{4})-(?P<mo2>\d{1,2})(?:-\d{1,2})?\b",
+            re.I,
+        ),
+        _iso_range,
+    ),
+    (
+        re.compile(rf"\b(?:last|previous|past|prior)\s+{_NUM}\s+(?:calendar\s+)?months?\b", re.I),
+        _last_n,
+    ),
     (re.compile(r"\b(?:last|previous|prior|past)\s+month\b", re.I), _relative(-1)),
     (re.compile(r"\b(?:this|current)\s+month\b", re.I), _relative(0)),
-    (re.compile(r"\b(?:this\s+year\s+so\s+far|so\s+far\s+this\s+year|year[\s-]to[\s-]date|ytd)\b",
-                re.I), _ytd),
+    (
+        re.compile(
+            r"\b(?:this\s+year\s+so\s+far|so\s+far\s+this\s+year|year[\s-]to[\s-]date|ytd)\b", re.I
+        ),
+        _ytd,
+    ),
     (re.compile(r"\b(?:last|previous|prior)\s+year\b", re.I), _last_year),
     (re.compile(r"\b(?:last|previous|prior)\s+quarter\b", re.I), _last_quarter),
     (re.compile(rf"\b{_MON.format(g='m')}(?:\s*,?\s*{_Y.format(g='y')})?\b", re.I), _named_month),
@@ -161,7 +212,7 @@ _RULES: list[Rule] = [
 def find_period(text: str, today: date) -> Period | None:
     """The first period expression in `text`, resolved against `today`, or None.
 
-    Raises `ValueError` for an expression that names an impossible month (e.g. 2025-13).
+    Raises `PeriodError` for an expression that names an impossible date (e.g. 2025-13).
     """
     best: tuple[int, re.Match[str], Callable[..., tuple[Month, Month, int | None]]] | None = None
     for pattern, rule in _RULES:
@@ -176,9 +227,13 @@ def find_period(text: str, today: date) -> Period | None:
     if best is None:
         return None
     _, m, rule = best
-    first, last, n = rule(m, today)
+    phrase = m.group(0).strip()
+    try:
+        first, last, n = rule(m, today)
+    except ValueError as exc:
+        raise PeriodError(phrase, str(exc)) from None
     if last < first:
-        raise ValueError(f"the period '{m.group(0).strip()}' ends before it starts")
+        raise PeriodError(phrase, "the end is before the start")
     return Period(first, last, n, (m.start(), m.end()), m.group(0).strip())
 
 

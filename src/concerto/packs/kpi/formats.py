@@ -140,7 +140,7 @@ class KPIQuery(BaseModel):
 
     @classmethod
     def parse(cls, text: str) -> KPIQuery:
-        """Parse the agreed format exactly; raises `AgentFailure` (invalid_format or invalid_date)."""
+        """Parse the agreed format exactly; raises `AgentFailure` (invalid_format, invalid_date)."""
         stripped = text.strip()
         if len(stripped) > 500:
             raise invalid_format(stripped, f"{len(stripped)} characters; a query is one short line")
@@ -173,6 +173,8 @@ def _diagnose(text: str) -> str:
         return "the KPI name must be lower-case words joined by hyphens after `kpi-`"
     if not re.search(rf"\sdepartment-{NAME}(\s|$)", text):
         return "missing `department-{department}`"
-    if not (MONTH_PATTERN.search(text) or (START_PATTERN.search(text) and END_PATTERN.search(text))):
+    if not (
+        MONTH_PATTERN.search(text) or (START_PATTERN.search(text) and END_PATTERN.search(text))
+    ):
         return "missing `month-YYYY-MM-DD` or `start-YYYY-MM-DD end-YYYY-MM-DD`"
     return "the parts are not in the agreed order or contain extra text"

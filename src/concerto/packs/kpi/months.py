@@ -70,7 +70,7 @@ def month_range(first: Month, last: Month) -> list[Month]:
 
 
 def period_phrase(first: Month, last: Month) -> str:
-    """"in May 2025", "between February and May 2025", "between November 2024 and March 2025"."""
+    """ "in May 2025", "between February and May 2025", "between November 2024 and March 2025"."""
     if first == last:
         return f"in {first.name}"
     if first.year == last.year:

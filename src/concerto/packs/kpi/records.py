@@ -36,9 +36,14 @@ class KPIRecord:
 
     def as_dict(self) -> dict[str, object]:
         """JSON form: month as its first day, as in the agreed query format."""
-        return {"kpi": self.kpi, "department": self.department,
-                "month": self.month.first_day.isoformat(), "value": self.value,
-                "unit": self.unit, "notes": self.notes}
+        return {
+            "kpi": self.kpi,
+            "department": self.department,
+            "month": self.month.first_day.isoformat(),
+            "value": self.value,
+            "unit": self.unit,
+            "notes": self.notes,
+        }
 
 
 class CSVError(ValueError):
@@ -74,10 +79,10 @@ def validate_row(row: dict[str, str]) -> KPIRecord:
         if not _NAME.match(value):
             raise ValueError(f"{column} {value!r} must be lower-case words joined by hyphens")
     try:
-        value = float(row["value"])
+        number = float(row["value"])
     except ValueError:
         raise ValueError(f"value {row['value']!r} is not a number") from None
-    if not math.isfinite(value):
+    if not math.isfinite(number):
         raise ValueError(f"value {row['value']!r} is not a finite number")
     unit = row["unit"].strip()
     if not unit or len(unit) > 30:
@@ -85,7 +90,7 @@ def validate_row(row: dict[str, str]) -> KPIRecord:
     notes = (row.get("notes") or "").strip()
     if len(notes) > MAX_NOTES:
         raise ValueError(f"notes are {len(notes)} characters; the maximum is {MAX_NOTES}")
-    return KPIRecord(kpi, dept, parse_month(row["month"]), value, unit, notes)
+    return KPIRecord(kpi, dept, parse_month(row["month"]), number, unit, notes)
 
 
 def read_csv(path: Path | str, known_units: dict[str, str] | None = None) -> list[KPIRecord]:
@@ -103,8 +108,11 @@ def read_csv(path: Path | str, known_units: dict[str, str] | None = None) -> lis
         header = [h.strip() for h in reader.fieldnames or []]
         missing = [c for c in REQUIRED if c not in header]
         if missing:
-            raise CSVError(str(path), [(1, f"missing column(s): {', '.join(missing)}; "
-                                            f"expected {', '.join(COLUMNS)}")], 1)
+            raise CSVError(
+                str(path),
+                [(1, f"missing column(s): {', '.join(missing)}; expected {', '.join(COLUMNS)}")],
+                1,
+            )
         reader.fieldnames = header
         for row in reader:
             line = reader.line_num
@@ -115,8 +123,10 @@ def read_csv(path: Path | str, known_units: dict[str, str] | None = None) -> lis
                 known = units.setdefault(record.kpi, record.unit)
                 unit_line.setdefault(record.kpi, line)
                 if known != record.unit:
-                    raise ValueError(f"unit {record.unit!r} differs from {known!r} used for "
-                                     f"{record.kpi} (line {unit_line[record.kpi]} or the store)")
+                    raise ValueError(
+                        f"unit {record.unit!r} differs from {known!r} used for "
+                        f"{record.kpi} (line {unit_line[record.kpi]} or the store)"
+                    )
                 records.append(record)
             except ValueError as exc:
                 total += 1

@@ -49,6 +49,7 @@ class Catalog:
     descriptions: list[str]
     vectors: np.ndarray
     units: dict[str, str]
+    aliases: dict[tuple[str, str], tuple[str, ...]]
 
     def names(self, kind: str) -> list[str]:
         return [name for k, name in self.keys if k == kind]
@@ -94,8 +95,10 @@ class KPIStore:
             url = urlparse(self.settings.chroma_url)
             ssl = url.scheme == "https"
             self._client = chromadb.HttpClient(
-                host=url.hostname or "localhost", port=url.port or (443 if ssl else 8000),
-                ssl=ssl, settings=chroma_settings,
+                host=url.hostname or "localhost",
+                port=url.port or (443 if ssl else 8000),
+                ssl=ssl,
+                settings=chroma_settings,
             )
         else:
             path = Path(self.settings.data_dir) / "chroma"
@@ -103,11 +106,15 @@ class KPIStore:
             self._client = chromadb.PersistentClient(path=str(path), settings=chroma_settings)
         config: Any = {"hnsw": dict(_HNSW)}
         self._blocks = self._client.get_or_create_collection(
-            BLOCKS, embedding_function=None, configuration=config,
+            BLOCKS,
+            embedding_function=None,
+            configuration=config,
             metadata={"description": "KPI records, one entry per kpi, department and year"},
         )
         self._catalog_col = self._client.get_or_create_collection(
-            CATALOG, embedding_function=None, configuration={"hnsw": {"space": "cosine"}},
+            CATALOG,
+            embedding_function=None,
+            configuration={"hnsw": {"space": "cosine"}},
             metadata={"description": "KPI and department names with their descriptions"},
         )
 
@@ -133,8 +140,9 @@ class KPIStore:
             self.add(demo_records(), descriptions())
             return True
 
-    def add(self, records: Iterable[KPIRecord],
-            descriptions: dict[tuple[str, str], str] | None = None) -> int:
+    def add(
+        self, records: Iterable[KPIRecord], descriptions: dict[tuple[str, str], str] | None = None
+    ) -> int:
         """Insert or replace records (same kpi, department and month); returns how many.
 
         Callers validate first (`read_csv`), so a batch only fails on a storage error.
@@ -145,7 +153,10 @@ class KPIStore:
         units: dict[str, str] = {}
         count = 0
         for r in records:
-            grouped[_block_key(r.kpi, r.department, r.month.year)][r.month.month] = [r.value, r.notes]
+            grouped[_block_key(r.kpi, r.department, r.month.year)][r.month.month] = [
+                r.value,
+                r.notes,
+            ]
             units.setdefault(r.kpi, r.unit)
             count += 1
         if not count:
@@ -158,7 +169,7 @@ class KPIStore:
             batch = int(self._client.get_max_batch_size())
             keys = list(grouped)
             for start in range(0, len(keys), batch):
-                chunk = keys[start:start + batch]
+                chunk = keys[start : start + batch]
                 existing = self._blocks.get(ids=chunk, include=["metadatas"])
                 for bid, meta in zip(existing["ids"], existing["metadatas"], strict=True):
                     old = {int(m): [v, n] for m, v, n in json.loads(meta["values"])}
@@ -167,21 +178,37 @@ class KPIStore:
                 for bid in chunk:
                     kpi, dept, year = bid.split("|")
                     months = grouped[bid]
-                    metas.append({
-                        "kpi": kpi, "department": dept, "series": f"{kpi}|{dept}", "block": bid,
-                        "year": int(year), "unit": catalog.units.get(kpi, units.get(kpi, "")),
-                        "month_start": int(year) * 100 + min(months),
-                        "month_end": int(year) * 100 + max(months), "n": len(months),
-                        "values": json.dumps([[m, *months[m]] for m in sorted(months)],
-                                             separators=(",", ":")),
-                    })
-                    v = catalog.vectors[index["kpi", kpi]] + catalog.vectors[index["department", dept]]
+                    metas.append(
+                        {
+                            "kpi": kpi,
+                            "department": dept,
+                            "series": f"{kpi}|{dept}",
+                            "block": bid,
+                            "year": int(year),
+                            "unit": catalog.units.get(kpi, units.get(kpi, "")),
+                            "month_start": int(year) * 100 + min(months),
+                            "month_end": int(year) * 100 + max(months),
+                            "n": len(months),
+                            "values": json.dumps(
+                                [[m, *months[m]] for m in sorted(months)], separators=(",", ":")
+                            ),
+                        }
+                    )
+                    v = (
+                        catalog.vectors[index["kpi", kpi]]
+                        + catalog.vectors[index["department", dept]]
+                    )
                     vectors.append(v / (np.linalg.norm(v) or 1.0))
                 self._blocks.upsert(ids=chunk, embeddings=np.stack(vectors), metadatas=metas)
         return count
 
-    def _update_catalog(self, grouped: dict[str, Any], units: dict[str, str],
-                        descriptions: dict[tuple[str, str], str]) -> None:
+    def _update_catalog(
+        self,
+        grouped: dict[str, Any],
+        units: dict[str, str],
+        descriptions: dict[tuple[str, str], str],
+    ) -> None:
+        from concerto.packs.kpi.demo import ALIASES
         from concerto.packs.kpi.demo import descriptions as demo_descriptions
 
         known = set(self.catalog().keys)
@@ -195,13 +222,22 @@ class KPIStore:
         keys = sorted(new)
         docs = [texts.get(key, humanize(key[1])) for key in keys]
         vectors = self.embedder.embed(docs)
-        metas = [{"kind": kind, "name": name, "unit": units.get(name, "") if kind == "kpi" else ""}
-                 for kind, name in keys]
+        metas = [
+            {
+                "kind": kind,
+                "name": name,
+                "aliases": "|".join(ALIASES.get((kind, name), ())),
+                "unit": units.get(name, "") if kind == "kpi" else "",
+            }
+            for kind, name in keys
+        ]
         for start in range(0, len(keys), 5000):
             end = start + 5000
             self._catalog_col.upsert(
-                ids=[f"{k}:{n}" for k, n in keys[start:end]], embeddings=vectors[start:end],
-                documents=docs[start:end], metadatas=metas[start:end],
+                ids=[f"{k}:{n}" for k, n in keys[start:end]],
+                embeddings=vectors[start:end],
+                documents=docs[start:end],
+                metadatas=metas[start:end],
             )
         self._catalog = None
 
@@ -216,10 +252,17 @@ class KPIStore:
                 self._open()
                 got = self._catalog_col.get(include=["embeddings", "metadatas", "documents"])
                 keys = [(m["kind"], m["name"]) for m in got["metadatas"]]
-                vectors = (np.asarray(got["embeddings"], dtype=np.float32) if keys
-                           else np.zeros((0, self.embedder.dimension), np.float32))
+                vectors = (
+                    np.asarray(got["embeddings"], dtype=np.float32)
+                    if keys
+                    else np.zeros((0, self.embedder.dimension), np.float32)
+                )
                 units = {m["name"]: m["unit"] for m in got["metadatas"] if m["kind"] == "kpi"}
-                self._catalog = Catalog(keys, list(got["documents"]), vectors, units)
+                aliases = {
+                    (m["kind"], m["name"]): tuple(filter(None, m.get("aliases", "").split("|")))
+                    for m in got["metadatas"]
+                }
+                self._catalog = Catalog(keys, list(got["documents"]), vectors, units, aliases)
             return self._catalog
 
     def query(self, kpi: str, department: str, first: Month, last: Month) -> list[KPIRecord]:
@@ -234,8 +277,16 @@ class KPIStore:
             year = int(meta["year"])
             for m, value, notes in json.loads(meta["values"]):
                 if lo <= year * 100 + m <= hi:
-                    out.append(KPIRecord(meta["kpi"], meta["department"], Month(year, m),
-                                         float(value), meta["unit"], notes))
+                    out.append(
+                        KPIRecord(
+                            meta["kpi"],
+                            meta["department"],
+                            Month(year, m),
+                            float(value),
+                            meta["unit"],
+                            notes,
+                        )
+                    )
         out.sort(key=lambda r: r.month)
         return out
 
@@ -253,4 +304,5 @@ class KPIStore:
 
 def get_store(settings: Settings, resources: Any) -> KPIStore:
     """The orchestrator's shared store (one per `Resources`)."""
-    return resources.get("kpi.store", lambda: KPIStore(settings, resources.embedder))  # type: ignore[no-any-return]
+    store: KPIStore = resources.get("kpi.store", lambda: KPIStore(settings, resources.embedder))
+    return store

@@ -1,0 +1,187 @@
+"""KPI and department names found in a question by spelling first, then by meaning.
+
+A name written as stored ("home-loan", "attrition rate") is taken as is. Otherwise the
+word spans of the question (1 to 3 words, not starting or ending with a filler word)
+are embedded in one batch and compared with each stored name's description, so "home
+loan team" finds `home-loan` and "employee turnover" finds `attrition-rate`. A name
+below the threshold is unknown; the closest stored names become suggestions.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from concerto.nlp.embeddings import Embedder
+    from concerto.packs.kpi.store import Catalog
+
+THRESHOLD = 0.5
+MAX_SPANS = 300
+_STOP = {
+    "a",
+    "an",
+    "the",
+    "of",
+    "for",
+    "in",
+    "on",
+    "at",
+    "to",
+    "from",
+    "by",
+    "and",
+    "or",
+    "what",
+    "was",
+    "is",
+    "were",
+    "are",
+    "how",
+    "show",
+    "me",
+    "give",
+    "tell",
+    "did",
+    "does",
+    "do",
+    "our",
+    "my",
+    "their",
+    "its",
+    "please",
+    "about",
+    "with",
+    "during",
+    "between",
+    "over",
+    "kpi",
+    "department",
+    "team",
+    "dept",
+    "value",
+    "values",
+    "data",
+    "trend",
+    "much",
+    "many",
+    "which",
+    "whats",
+    "what's",
+    "has",
+    "have",
+    "been",
+    "s",
+    "level",
+    "rate",
+}
+_WORD = re.compile(r"[a-z0-9]+(?:['-][a-z0-9]+)*")
+
+
+@dataclass(frozen=True, slots=True)
+class NameMatch:
+    """The stored name chosen for one kind, how (exact/semantic) and the runners-up."""
+
+    kind: str
+    name: str | None
+    score: float
+    method: str
+    text: str = ""
+    suggestions: list[str] = field(default_factory=list)
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"[\s_/]+", " ", text.lower())
+
+
+def _literal(text: str, kind: str, catalog: Catalog) -> tuple[str, tuple[int, int]] | None:
+    """The longest stored name (or alias) written in the text: hyphens, spaces, a plural."""
+    found: tuple[str, tuple[int, int], int] | None = None
+    for name in catalog.names(kind):
+        for form in (name, *catalog.aliases.get((kind, name), ())):
+            words = re.split(r"[\s-]+", form)
+            pattern = r"\b" + r"[\s-]+".join(map(re.escape, words)) + r"s?\b"
+            m = re.search(pattern, text)
+            if m and (found is None or len(form) > found[2]):
+                found = (name, m.span(), len(form))
+    return (found[0], found[1]) if found else None
+
+
+def _spans(text: str) -> list[tuple[str, tuple[int, int]]]:
+    words = [(m.group(0), m.span()) for m in _WORD.finditer(text)]
+    spans: list[tuple[str, tuple[int, int]]] = []
+    for i in range(len(words)):
+        for n in range(1, 4):
+            part = words[i : i + n]
+            if len(part) < n or part[0][0] in _STOP or part[-1][0] in _STOP:
+                continue
+            spans.append((text[part[0][1][0] : part[-1][1][1]], (part[0][1][0], part[-1][1][1])))
+            if len(spans) >= MAX_SPANS:
+                return spans
+    return spans
+
+
+def match_names(
+    text: str, catalog: Catalog, embedder: Embedder, kinds: tuple[str, ...] = ("kpi", "department")
+) -> dict[str, NameMatch]:
+    """The best stored name of each kind in `text` (which should exclude the period)."""
+    import numpy as np
+
+    lowered = _norm(text)
+    out: dict[str, NameMatch] = {}
+    taken: list[tuple[int, int]] = []
+    for kind in kinds:
+        hit = _literal(lowered, kind, catalog)
+        if hit:
+            out[kind] = NameMatch(kind, hit[0], 1.0, "exact", lowered[hit[1][0] : hit[1][1]])
+            taken.append(hit[1])
+    pending = [k for k in kinds if k not in out]
+    if not pending:
+        return out
+    spans = [
+        (s, sp)
+        for s, sp in _spans(lowered)
+        if not any(sp[0] < t[1] and t[0] < sp[1] for t in taken)
+    ]
+    vectors = embedder.embed([s for s, _ in spans]) if spans else None
+    for kind in pending:
+        rows = [i for i, (k, _) in enumerate(catalog.keys) if k == kind]
+        if not rows:
+            out[kind] = NameMatch(kind, None, 0.0, "none")
+            continue
+        names = [catalog.keys[i][1] for i in rows]
+        if vectors is None:
+            out[kind] = NameMatch(kind, None, 0.0, "none", suggestions=names[:3])
+            continue
+        sims = vectors @ catalog.vectors[rows].T  # spans x names
+        best_span, best_name = np.unravel_index(int(np.argmax(sims)), sims.shape)
+        score = float(sims[best_span, best_name])
+        order = np.argsort(-sims.max(axis=0))[:3]
+        suggestions = [names[int(i)] for i in order]
+        span_text, span = spans[int(best_span)]
+        if score >= THRESHOLD:
+            out[kind] = NameMatch(
+                kind, names[int(best_name)], score, "semantic", span_text, suggestions
+            )
+            taken.append(span)
+            keep = [
+                i for i, (_, sp) in enumerate(spans) if not (sp[0] < span[1] and span[0] < sp[1])
+            ]
+            spans = [spans[i] for i in keep]
+            vectors = vectors[keep] if keep else None
+        else:
+            out[kind] = NameMatch(kind, None, score, "none", span_text, suggestions)
+    return out
+
+
+def closest(name: str, kind: str, catalog: Catalog, embedder: Embedder, k: int = 3) -> list[str]:
+    """Stored names of `kind` closest in meaning to `name` (for an unknown name)."""
+    import numpy as np
+
+    rows = [i for i, (kd, _) in enumerate(catalog.keys) if kd == kind]
+    if not rows:
+        return []
+    vec = embedder.embed([name.replace("-", " ")])[0]
+    sims = catalog.vectors[rows] @ vec
+    return [catalog.keys[rows[int(i)]][1] for i in np.argsort(-sims)[:k]]
