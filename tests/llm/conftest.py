@@ -42,6 +42,13 @@ class _Misbehaving(BaseHTTPRequestHandler):
         elif behaviour == "error500":
             body = {"error": {"message": "model crashed: out of memory", "type": "server_error"}}
             self._send(500, "application/json", json.dumps(body))
+        elif behaviour == "trace500":
+            # llama-cpp-python puts the Python traceback of its failure in the message.
+            message = (
+                "1 validation error: bad response_format\n\n"
+                'Traceback (most recent call last):\n  File "/srv/app.py", line 3, in f\n'
+            )
+            self._send(500, "application/json", json.dumps({"error": {"message": message}}))
         elif behaviour == "text500":
             self._send(500, "text/plain", "Internal Server Error")
         elif behaviour == "unauthorized":

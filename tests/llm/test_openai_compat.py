@@ -137,7 +137,102 @@ def test_factory_follows_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     openai = llm_from_settings(Settings(llm_model="gpt-4o-mini", llm_api_key=SecretStr("sk-x")))
     assert isinstance(openai, OpenAICompatibleLLM)
     assert openai.base_url == OPENAI_BASE_URL
-    assert openai._client.headers["Authorization"] == "Bearer sk-x"
+    assert openai.headers["Authorization"] == "Bearer sk-x"
+
+
+def refusing_llm(
+    refuse: set[str], json_mode: str = "json_object", status: int = 400
+) -> tuple[OpenAICompatibleLLM, list[dict[str, Any]]]:
+    """A client whose endpoint refuses the listed response_format forms, as real servers do."""
+    bodies: list[dict[str, Any]] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        bodies.append(body)
+        fmt = body.get("response_format")
+        form = "none" if fmt is None else fmt["type"] + ("+schema" if "schema" in fmt else "")
+        if form in refuse:
+            error = {"message": f"Unknown parameter: response_format ({form})."}
+            return httpx.Response(status, json={"error": error})
+        return httpx.Response(200, json=completion('{"agent": "echo"}'))
+
+    transport = httpx.MockTransport(handler)
+    llm = OpenAICompatibleLLM(
+        "m", base_url="http://llm.test/v1", json_mode=json_mode, transport=transport
+    )
+    return llm, bodies
+
+
+async def test_refused_schema_key_falls_back_to_plain_json_object_and_remembers(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # OpenAI answers 400 "Unknown parameter: 'response_format.schema'".
+    llm, bodies = refusing_llm({"json_object+schema"})
+    async with llm:
+        first = await llm.complete(MESSAGES, json_schema=SCHEMA)
+        second = await llm.complete(MESSAGES, json_schema=SCHEMA)
+        plain = await llm.complete(MESSAGES)
+    assert first.text == second.text == plain.text == '{"agent": "echo"}'
+    formats = [b.get("response_format") for b in bodies]
+    assert formats == [
+        {"type": "json_object", "schema": SCHEMA},
+        {"type": "json_object"},
+        {"type": "json_object"},
+        None,
+    ]
+    assert llm.response_format_kind == "json_object"
+    assert "refused response_format 'json_object+schema'" in caplog.text
+    assert "CONCERTO_LLM_JSON_MODE" in caplog.text
+
+
+async def test_refused_json_schema_falls_back_down_to_nothing() -> None:
+    # llama-cpp-python answers json_schema with 500; here json_object is refused too.
+    refused = {"json_schema", "json_object+schema", "json_object"}
+    llm, bodies = refusing_llm(refused, json_mode="json_schema", status=500)
+    async with llm:
+        await llm.complete(MESSAGES, json_schema=SCHEMA)
+    assert [b.get("response_format") for b in bodies] == [
+        {
+            "type": "json_schema",
+            "json_schema": {"name": "Pick", "schema": SCHEMA, "strict": False},
+        },
+        {"type": "json_object", "schema": SCHEMA},
+        {"type": "json_object"},
+        None,
+    ]
+    assert llm.response_format_kind == "none"
+    assert "JSON schema" in bodies[-1]["messages"][0]["content"]
+
+
+async def test_refusing_everything_reports_the_first_refusal() -> None:
+    llm, bodies = refusing_llm({"json_object+schema", "json_object", "none"})
+    async with llm:
+        with pytest.raises(LLMError) as info:
+            await llm.complete(MESSAGES, json_schema=SCHEMA)
+    assert info.value.kind == "error"
+    assert "HTTP 400" in str(info.value) and "(json_object+schema)" in str(info.value)
+    assert len(bodies) == 3
+    assert llm.response_format_kind == "json_object+schema"
+
+
+async def test_errors_unrelated_to_response_format_are_not_repeated() -> None:
+    llm, bodies = refusing_llm({"none"}, status=500)
+    async with llm:
+        with pytest.raises(LLMError, match="HTTP 500"):
+            await llm.complete(MESSAGES)
+    assert len(bodies) == 1
+
+
+def test_one_client_serves_several_event_loops() -> None:
+    # A CLI or a test suite may call asyncio.run more than once with the same client.
+    import asyncio
+
+    llm, seen = recording_llm()
+    for _ in range(2):
+        reply = asyncio.run(llm.complete(MESSAGES))
+        assert reply.text == "hello"
+    assert len(seen) == 2
+    asyncio.run(llm.aclose())
 
 
 def closed_port() -> int:
@@ -184,6 +279,7 @@ async def test_slow_server_times_out(bad_server: str) -> None:
         ("nochoices", "error", "did not return a chat completion"),
         ("error500", "error", "HTTP 500: model crashed: out of memory"),
         ("text500", "error", "HTTP 500: Internal Server Error"),
+        ("trace500", "error", "HTTP 500: 1 validation error: bad response_format"),
         ("unauthorized", "error", "Incorrect API key provided (check CONCERTO_LLM_API_KEY"),
         ("missing", "error", "HTTP 404: Not Found (check CONCERTO_LLM_BASE_URL"),
     ],
@@ -196,4 +292,4 @@ async def test_bad_answers_become_llm_errors(
             await llm.complete(MESSAGES)
     assert info.value.kind == kind
     assert words in str(info.value)
-    assert "Traceback" not in str(info.value)
+    assert "Traceback" not in str(info.value) and 'File "' not in str(info.value)

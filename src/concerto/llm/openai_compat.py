@@ -10,7 +10,9 @@ importing `concerto.llm` costs nothing for the default set-up, which has no LLM.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import time
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -21,9 +23,23 @@ if TYPE_CHECKING:
 
     from concerto.settings import Settings
 
+log = logging.getLogger(__name__)
+
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 
 JsonMode = Literal["json_object", "json_schema", "none"]
+
+
+# What each JSON mode sends first, and what it falls back to when the endpoint refuses
+# it: OpenAI answers 400 to the llama.cpp-style `schema` key, llama-cpp-python answers
+# 500 to `json_schema`, some servers refuse `response_format` altogether.
+_FORMAT_LADDERS: dict[str, tuple[str, ...]] = {
+    "json_object": ("json_object+schema", "json_object", "none"),
+    "json_schema": ("json_schema", "json_object+schema", "json_object", "none"),
+    "none": ("none",),
+}
+# Statuses with which servers refuse a request body they do not understand.
+_REFUSED = frozenset({400, 422, 500})
 
 
 class OpenAICompatibleLLM:
@@ -31,15 +47,18 @@ class OpenAICompatibleLLM:
 
     `json_mode` says how a `json_schema` is passed to the endpoint:
 
-    - `json_object`: `response_format={"type": "json_object", "schema": ...}`. OpenAI,
-      Ollama and vLLM read the type and ignore the extra key; llama.cpp's server turns
-      the schema into a grammar, so the output has the right shape.
-    - `json_schema`: OpenAI's structured outputs (`strict` off, so any pydantic schema
-      is accepted). llama-cpp-python's server refuses it.
+    - `json_object`: `response_format={"type": "json_object", "schema": ...}`.
+      llama.cpp's servers turn the schema into a grammar, so the output has the
+      right shape; Ollama and vLLM read the type and ignore the extra key.
+    - `json_schema`: OpenAI's structured outputs (`strict` off, so any pydantic
+      schema is accepted); also vLLM, LM Studio, Gemini.
     - `none`: nothing is sent, for endpoints that reject `response_format`.
 
     In every mode the schema is also stated in the system prompt, because many models
-    only follow what they are told.
+    only follow what they are told. When the endpoint refuses the `response_format`
+    (HTTP 400, 422 or 500), the call is repeated with the next simpler form
+    (`json_schema`, then `json_object` with the schema, without it, then nothing),
+    and the form that worked is kept for later calls, with one warning in the log.
     """
 
     def __init__(
@@ -52,35 +71,59 @@ class OpenAICompatibleLLM:
         json_mode: JsonMode = "json_object",
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        import httpx
-
         self.model = model
         self.base_url = (base_url or OPENAI_BASE_URL).rstrip("/")
         self.timeout_s = timeout_s
-        self.json_mode = json_mode
-        headers = {"Accept": "application/json"}
+        self.json_mode: JsonMode = json_mode
+        self.headers = {"Accept": "application/json"}
         if api_key:
-            headers["Authorization"] = f"Bearer {api_key}"
+            self.headers["Authorization"] = f"Bearer {api_key}"
         # `transport` lets tests (and users) answer without a server, as httpx.MockTransport does.
-        self._client = httpx.AsyncClient(
-            base_url=self.base_url,
-            headers=headers,
-            timeout=httpx.Timeout(timeout_s),
-            transport=transport,
-        )
+        self._transport = transport
+        self._client: httpx.AsyncClient | None = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._format_step = 0  # how far down the mode's ladder this endpoint needed to go
 
     def __repr__(self) -> str:
         return f"OpenAICompatibleLLM(model={self.model!r}, base_url={self.base_url!r})"
 
+    @property
+    def response_format_kind(self) -> str:
+        """The `response_format` form used now: the mode's first, or what it fell back to."""
+        ladder = _FORMAT_LADDERS[self.json_mode]
+        return ladder[min(self._format_step, len(ladder) - 1)]
+
     async def aclose(self) -> None:
-        """Close the connection pool."""
-        await self._client.aclose()
+        """Close the connection pool (a new one is opened if the client is used again)."""
+        client, self._client, self._client_loop = self._client, None, None
+        if client is not None:
+            await client.aclose()
 
     async def __aenter__(self) -> OpenAICompatibleLLM:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+    def _http(self) -> httpx.AsyncClient:
+        """The pool of the running event loop.
+
+        Connections belong to the loop that opened them; a client kept across
+        `asyncio.run` calls (a CLI, a test suite) would otherwise fail with "Event loop
+        is closed". The pool of a finished loop is dropped, not closed: it cannot be.
+        """
+        import httpx
+
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client_loop is not loop:
+            self._client = httpx.AsyncClient(
+                base_url=self.base_url,
+                headers=self.headers,
+                timeout=httpx.Timeout(self.timeout_s),
+                transport=self._transport,
+            )
+            self._client_loop = loop
+        return self._client
 
     def request_body(
         self,
@@ -89,6 +132,7 @@ class OpenAICompatibleLLM:
         json_schema: dict[str, Any] | None = None,
         max_tokens: int = 512,
         temperature: float = 0.0,
+        response_format_kind: str | None = None,
     ) -> dict[str, Any]:
         """The JSON body of one `/chat/completions` call (public so that it can be inspected)."""
         if json_schema is not None:
@@ -99,17 +143,11 @@ class OpenAICompatibleLLM:
             "max_tokens": max_tokens,
             "temperature": temperature,
         }
-        if json_schema is not None and self.json_mode == "json_object":
-            body["response_format"] = {"type": "json_object", "schema": json_schema}
-        elif json_schema is not None and self.json_mode == "json_schema":
-            body["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {
-                    "name": _schema_name(json_schema),
-                    "schema": json_schema,
-                    "strict": False,
-                },
-            }
+        if json_schema is not None:
+            kind = response_format_kind or self.response_format_kind
+            response_format = _response_format(kind, json_schema)
+            if response_format is not None:
+                body["response_format"] = response_format
         return body
 
     async def complete(
@@ -125,33 +163,69 @@ class OpenAICompatibleLLM:
         Raises `LLMError` with kind `unavailable` (cannot connect), `timeout`, or
         `error` (HTTP error status, or a body that is not a chat completion).
         """
+        # Without a schema there is no response_format, so nothing to fall back from.
+        ladder = _FORMAT_LADDERS[self.json_mode] if json_schema is not None else ("none",)
+        first = min(self._format_step, len(ladder) - 1)
+        started = time.perf_counter()
+        first_refusal = ""
+        for step in range(first, len(ladder)):
+            body = self.request_body(
+                messages,
+                json_schema=json_schema,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                response_format_kind=ladder[step],
+            )
+            reply = await self._post(body)
+            if reply.status_code < 400:
+                if step != first:
+                    self._fall_back(step, first_refusal)
+                latency_ms = (time.perf_counter() - started) * 1000
+                return _parse_completion(self._url, reply, latency_ms, self.model)
+            message = _http_error_message(self._url, reply)
+            if "response_format" not in body or reply.status_code not in _REFUSED:
+                raise LLMError(first_refusal or message, kind="error")
+            first_refusal = first_refusal or message
+        raise LLMError(first_refusal, kind="error")
+
+    @property
+    def _url(self) -> str:
+        return f"{self.base_url}/chat/completions"
+
+    async def _post(self, body: dict[str, Any]) -> httpx.Response:
+        """POST the body; transport failures become `LLMError`s that name the setting to fix."""
         import httpx
 
-        body = self.request_body(
-            messages, json_schema=json_schema, max_tokens=max_tokens, temperature=temperature
-        )
-        url = f"{self.base_url}/chat/completions"
-        started = time.perf_counter()
         try:
-            reply = await self._client.post("/chat/completions", json=body)
+            return await self._http().post("/chat/completions", json=body)
         except httpx.TimeoutException as exc:
             raise LLMError(
-                f"LLM endpoint {url} did not answer within {self.timeout_s:g} s "
+                f"LLM endpoint {self._url} did not answer within {self.timeout_s:g} s "
                 "(raise CONCERTO_LLM_TIMEOUT_S or use a faster model)",
                 kind="timeout",
             ) from exc
         except httpx.NetworkError as exc:
             raise LLMError(
-                f"LLM endpoint {url} is unreachable ({_describe(exc)}); "
+                f"LLM endpoint {self._url} is unreachable ({_describe(exc)}); "
                 "check CONCERTO_LLM_BASE_URL and that the server is running",
                 kind="unavailable",
             ) from exc
         except httpx.HTTPError as exc:
-            raise LLMError(f"LLM call to {url} failed: {_describe(exc)}", kind="error") from exc
-        latency_ms = (time.perf_counter() - started) * 1000
-        if reply.status_code >= 400:
-            raise LLMError(_http_error_message(url, reply), kind="error")
-        return _parse_completion(url, reply, latency_ms, self.model)
+            raise LLMError(
+                f"LLM call to {self._url} failed: {_describe(exc)}", kind="error"
+            ) from exc
+
+    def _fall_back(self, step: int, refusal: str) -> None:
+        ladder = _FORMAT_LADDERS[self.json_mode]
+        log.warning(
+            "%s refused response_format %r (%s); using %r from now on. "
+            "Set CONCERTO_LLM_JSON_MODE to what the endpoint supports to avoid the extra call.",
+            self.base_url,
+            ladder[self._format_step],
+            refusal,
+            ladder[step],
+        )
+        self._format_step = step
 
 
 def llm_from_settings(settings: Settings) -> LLMClient | None:
@@ -186,6 +260,24 @@ def _with_schema_instruction(messages: list[Message], json_schema: dict[str, Any
     return [Message(role="system", content=instruction), *messages]
 
 
+def _response_format(kind: str, json_schema: dict[str, Any]) -> dict[str, Any] | None:
+    """The `response_format` value of one rung of a JSON mode's ladder."""
+    if kind == "json_object+schema":
+        return {"type": "json_object", "schema": json_schema}
+    if kind == "json_object":
+        return {"type": "json_object"}
+    if kind == "json_schema":
+        return {
+            "type": "json_schema",
+            "json_schema": {
+                "name": _schema_name(json_schema),
+                "schema": json_schema,
+                "strict": False,
+            },
+        }
+    return None
+
+
 def _schema_name(json_schema: dict[str, Any]) -> str:
     """OpenAI wants a name of letters, digits, `_` and `-`; pydantic puts the class in `title`."""
     title = str(json_schema.get("title") or "answer")
@@ -217,15 +309,31 @@ def _server_message(reply: httpx.Response) -> str:
     try:
         data = reply.json()
     except ValueError:
-        return reply.text.strip()[:300]
+        return _without_traceback(reply.text)
     if isinstance(data, dict):
         error = data.get("error", data.get("detail", data.get("message")))
         if isinstance(error, dict):
             error = error.get("message", error)
         if error is not None:
-            text = error if isinstance(error, str) else json.dumps(error)
-            return text.strip()[:300]
-    return json.dumps(data)[:300]
+            return _without_traceback(error if isinstance(error, str) else json.dumps(error))
+    return _without_traceback(json.dumps(data))
+
+
+def _without_traceback(text: str, limit: int = 300) -> str:
+    """One line of the server's message, cut before any traceback it carries.
+
+    llama-cpp-python, for one, puts the Python traceback of its failure in the
+    message; the user needs the first line, not the server's stack.
+    """
+    kept: list[str] = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith(("Traceback (most recent call last)", 'File "')):
+            break
+        if stripped:
+            kept.append(stripped)
+    message = " ".join(kept)
+    return message if len(message) <= limit else message[: limit - 3] + "..."
 
 
 def _parse_completion(
