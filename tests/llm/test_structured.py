@@ -7,7 +7,14 @@ from typing import Literal
 import pytest
 from pydantic import BaseModel, Field
 
-from concerto.llm import LLMError, LLMResponse, Message, Usage, complete_structured
+from concerto.llm import (
+    LLMError,
+    LLMResponse,
+    Message,
+    Usage,
+    complete_structured,
+    complete_text,
+)
 from concerto.llm.structured import extract_json
 from concerto.testing import ScriptedLLM
 
@@ -137,3 +144,23 @@ def test_extract_json_prefers_the_first_object_and_rejects_none() -> None:
     assert extract_json('{broken {"a": {"b": 1}} tail') == {"a": {"b": 1}}
     with pytest.raises(ValueError):
         extract_json("no json here")
+
+
+async def test_complete_text_counts_calls_tokens_and_failures() -> None:
+    llm = ScriptedLLM(["A short synthesis.", LLMError("down", kind="unavailable")])
+    usage = Usage()
+    reply = await complete_text(llm, PROMPT, usage=usage, purpose="synthesis")
+    assert reply.text == "A short synthesis."
+    with pytest.raises(LLMError):
+        await complete_text(llm, PROMPT, usage=usage, purpose="synthesis")
+    assert usage.calls == 2 and usage.failures == 1
+    assert usage.by_purpose == {"synthesis": 2}
+    assert usage.completion_tokens == reply.completion_tokens > 0
+
+
+def test_public_api_is_sorted_and_importable() -> None:
+    import concerto.llm as llm_api
+
+    assert llm_api.__all__ == sorted(llm_api.__all__)
+    for name in llm_api.__all__:
+        assert getattr(llm_api, name) is not None

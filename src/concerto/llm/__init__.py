@@ -2,7 +2,7 @@
 
 from concerto.llm.base import LLMClient, LLMError, LLMResponse, Message, Usage
 from concerto.llm.openai_compat import OpenAICompatibleLLM, llm_from_settings
-from concerto.llm.structured import complete_structured
+from concerto.llm.structured import complete_structured, complete_text
 
 __all__ = [
     "LLMClient",
@@ -12,5 +12,6 @@ __all__ = [
     "OpenAICompatibleLLM",
     "Usage",
     "complete_structured",
+    "complete_text",
     "llm_from_settings",
 ]

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from concerto.llm.base import LLMClient, LLMError, Message, Usage
+from concerto.llm.base import LLMClient, LLMError, LLMResponse, Message, Usage
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -76,7 +76,10 @@ def _check(text: str, finish_reason: str | None, model_cls: type[T]) -> tuple[T 
         return None, f"the JSON did not match the schema ({_validation_problem(exc)})"
 
 
-def _record(usage: Usage | None, purpose: str, *, failed: bool = False) -> None:
+def _record(
+    usage: Usage | None, purpose: str, *, reply: LLMResponse | None = None, failed: bool = False
+) -> None:
+    """Count one call (and its tokens and latency when it answered) under `purpose`."""
     if usage is None:
         return
     usage.calls += 1
@@ -84,6 +87,32 @@ def _record(usage: Usage | None, purpose: str, *, failed: bool = False) -> None:
     usage.by_purpose[key] = usage.by_purpose.get(key, 0) + 1
     if failed:
         usage.failures += 1
+    if reply is not None:
+        usage.prompt_tokens += reply.prompt_tokens
+        usage.completion_tokens += reply.completion_tokens
+        usage.latency_ms += reply.latency_ms
+
+
+async def complete_text(
+    llm: LLMClient,
+    messages: list[Message],
+    *,
+    usage: Usage | None = None,
+    purpose: str = "",
+    max_tokens: int = 512,
+    temperature: float = 0.0,
+) -> LLMResponse:
+    """One free-text completion (a synthesis, a summary) with its call counted in `usage`.
+
+    Errors are counted as failures and raised as they are.
+    """
+    try:
+        reply = await llm.complete(messages, max_tokens=max_tokens, temperature=temperature)
+    except Exception:
+        _record(usage, purpose, failed=True)
+        raise
+    _record(usage, purpose, reply=reply)
+    return reply
 
 
 async def complete_structured(
@@ -118,11 +147,7 @@ async def complete_structured(
             _record(usage, purpose, failed=True)
             raise
         result, problem = _check(reply.text, reply.finish_reason, model_cls)
-        _record(usage, purpose, failed=result is None)
-        if usage is not None:
-            usage.prompt_tokens += reply.prompt_tokens
-            usage.completion_tokens += reply.completion_tokens
-            usage.latency_ms += reply.latency_ms
+        _record(usage, purpose, reply=reply, failed=result is None)
         if result is not None:
             return result
         conversation = [
