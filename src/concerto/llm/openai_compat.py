@@ -16,7 +16,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any, Literal
 
-from concerto.llm.base import LLMClient, LLMError, LLMResponse, Message
+from concerto.llm.base import LLMError, LLMResponse, Message
 
 if TYPE_CHECKING:
     import httpx
@@ -228,8 +228,12 @@ class OpenAICompatibleLLM:
         self._format_step = step
 
 
-def llm_from_settings(settings: Settings) -> LLMClient | None:
-    """The configured LLM, or None when no model and endpoint (or OpenAI key) are set."""
+def llm_from_settings(settings: Settings) -> OpenAICompatibleLLM | None:
+    """The configured LLM, or None when no model and endpoint (or OpenAI key) are set.
+
+    The result is an `LLMClient`; its concrete type is returned so that the owner
+    can `aclose()` it, which the protocol does not require of every client.
+    """
     if not settings.llm_configured:
         return None
     key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
