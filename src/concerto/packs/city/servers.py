@@ -80,6 +80,9 @@ def _add_weather(server: FastMCP) -> None:
     from concerto.settings import Settings
 
     base_url = Settings().weather_url
+    # One HTTP client per server process: connections and the TLS context are reused
+    # (creating a client costs tens of milliseconds per call).
+    clients: list[Any] = []
 
     @server.tool(name="getTemperature")
     async def get_temperature(city: str) -> dict[str, Any]:
@@ -87,11 +90,17 @@ def _add_weather(server: FastMCP) -> None:
 
         `city` is a US city name as people type it ("Seattle", "St. Louis", "Springfield, IL").
         """
+        import httpx
+
         from concerto.packs.city.weather import WeatherError, current_temperature
 
         place = _resolve(city)
+        if not clients:
+            clients.append(httpx.AsyncClient(timeout=PROVIDER_TIMEOUT_S))
         try:
-            result = await current_temperature(place, base_url, timeout_s=PROVIDER_TIMEOUT_S)
+            result = await current_temperature(
+                place, base_url, timeout_s=PROVIDER_TIMEOUT_S, client=clients[0]
+            )
         except WeatherError as exc:
             raise tool_error(exc.code, exc.message) from None
         return result.model_dump()

@@ -1,0 +1,285 @@
+"""City pack benchmarks (issue 4): MCP transports, MCP overhead, parallel vs sequential.
+
+Run: .venv/bin/python benchmarks/bench_city.py [--n 30] [--output benchmarks/results/city.md]
+
+1. A datetime question end to end through the `Orchestrator` (router, planner,
+   executor, synthesizer), warm, with the datetime MCP server over stdio and over
+   streamable HTTP.
+2. The added cost of an MCP round trip: `getDateTime` through a warm `ClientSession`
+   (stdio, HTTP) versus calling the same function (`local_time`) in process.
+3. "What's the weather and the time?": the temperature and datetime agents run in
+   parallel versus one after the other, against a local weather provider that answers
+   in 200 ms.
+Everything runs on 127.0.0.1; nothing reaches the internet.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import platform
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+NOW = datetime(2025, 3, 9, 8, 0, tzinfo=UTC)
+FORECAST = (
+    b'{"latitude":47.6,"longitude":-122.3,"generationtime_ms":0.03,"utc_offset_seconds":0,'
+    b'"timezone":"GMT","timezone_abbreviation":"GMT","elevation":56.0,'
+    b'"current_units":{"time":"iso8601","interval":"seconds","temperature_2m":"\xc2\xb0F",'
+    b'"weather_code":"wmo code"},'
+    b'"current":{"time":"2025-06-01T19:00","interval":900,"temperature_2m":72.5,"weather_code":2}}'
+)
+
+
+def start_provider(delay_s: float) -> tuple[ThreadingHTTPServer, str]:
+    """A local weather provider replaying one recorded Open-Meteo answer after `delay_s`."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            time.sleep(delay_s)
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(FORECAST)))
+            self.end_headers()
+            self.wfile.write(FORECAST)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
+
+
+def start_http_mcp(kind: str, weather_url: str) -> tuple[subprocess.Popen[bytes], str]:
+    """`concerto mcp serve KIND --transport http` on a free port."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "concerto.packs.city.cli",
+            "serve",
+            kind,
+            "--transport",
+            "http",
+            "--port",
+            str(port),
+        ],
+        env={**os.environ, "CONCERTO_WEATHER_URL": weather_url},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return proc, f"http://127.0.0.1:{port}/mcp"
+        except OSError:
+            time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError(f"the {kind} MCP server did not start")
+
+
+async def timed(fn: Callable[[], Awaitable[Any]], n: int) -> list[float]:
+    """Milliseconds of `n` calls of `fn`, after one warm-up call."""
+    await fn()
+    out = []
+    for _ in range(n):
+        t = time.perf_counter()
+        await fn()
+        out.append((time.perf_counter() - t) * 1000)
+    return out
+
+
+def row(label: str, ms: list[float]) -> str:
+    """A Markdown table row: label, median, 95th percentile, runs."""
+    ordered = sorted(ms)
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+    return f"| {label} | {statistics.median(ms):.2f} | {p95:.2f} | {len(ms)} |"
+
+
+def settings_for(data_dir: Path, weather_url: str, servers: dict[str, str] | None = None) -> Any:
+    from concerto.settings import Settings
+
+    path = None
+    data_dir.mkdir(parents=True, exist_ok=True)
+    if servers:
+        path = data_dir / "mcp_servers.yaml"
+        path.write_text("".join(f"- name: {k}\n  url: {u}\n" for k, u in servers.items()))
+    return Settings(
+        data_dir=data_dir,
+        weather_url=weather_url,
+        mcp_servers_file=path,
+        store_events=False,
+        agents="city",
+    )
+
+
+async def bench_end_to_end(
+    n: int, data_dir: Path, weather_url: str, http: dict[str, str]
+) -> list[str]:
+    from concerto.agents.registry import load_registry
+    from concerto.contracts.orchestrator import OrchestratorOutput
+    from concerto.orchestrator.engine import Orchestrator
+
+    rows = []
+    for label, servers in (("stdio", None), ("streamable HTTP", {"datetime": http["datetime"]})):
+        settings = settings_for(data_dir / label.split()[0], weather_url, servers)
+        async with Orchestrator(settings, registry=load_registry("city")) as orch:
+
+            async def ask(orch: Any = orch) -> None:
+                result = await orch.ask("What time is it in Chicago?", now=NOW)
+                assert isinstance(result, OrchestratorOutput), result
+                assert result.agent_results[0].output["utc_offset"] == "-05:00"
+
+            t = time.perf_counter()
+            await ask()
+            cold = (time.perf_counter() - t) * 1000
+            ms = await timed(ask, n)
+        rows.append(row(f"datetime question end to end, warm, MCP over {label}", ms))
+        rows.append(row(f"(first question, incl. model load and server start, {label})", [cold]))
+    return rows
+
+
+async def bench_weather_and_time(n: int, data_dir: Path, slow_weather_url: str) -> list[str]:
+    """The engine's own plan for "weather and time" (parallel, capped at 2) end to end."""
+    from concerto.agents.registry import load_registry
+    from concerto.contracts.orchestrator import OrchestratorOutput
+    from concerto.orchestrator.engine import Orchestrator
+
+    settings = settings_for(data_dir / "both", slow_weather_url)
+    async with Orchestrator(settings, registry=load_registry("city")) as orch:
+
+        async def ask() -> None:
+            result = await orch.ask("What's the weather and the time in Seattle?", now=NOW)
+            assert isinstance(result, OrchestratorOutput), result
+            assert {r.agent for r in result.agent_results} == {"temperature", "datetime"}, result
+
+        ms = await timed(ask, n)
+    return [row("weather + time question end to end, engine's plan (provider 200 ms)", ms)]
+
+
+async def bench_round_trip(n: int, weather_url: str, http: dict[str, str]) -> list[str]:
+    from concerto.packs.city.cities import resolve
+    from concerto.packs.city.client import MCPServer, ServerSpec, builtin_spec
+    from concerto.packs.city.clock import local_time
+    from concerto.settings import Settings
+
+    settings = Settings(weather_url=weather_url)
+    args = {"city": "Chicago", "at": NOW.isoformat()}
+
+    async def in_process() -> None:
+        local_time(resolve(args["city"]), NOW)
+
+    rows = [row("getDateTime in process (resolve + zoneinfo)", await timed(in_process, n * 5))]
+    for label, spec in (
+        ("stdio", builtin_spec("datetime", settings)),
+        ("streamable HTTP", ServerSpec(name="datetime", url=http["datetime"])),
+    ):
+        server = MCPServer.from_settings(spec, settings)
+        try:
+            ms = await timed(lambda s=server: s.call("getDateTime", args), n * 5)
+            rows.append(row(f"getDateTime over MCP {label} (warm session)", ms))
+        finally:
+            await server.aclose()
+    return rows
+
+
+async def bench_parallel(n: int, data_dir: Path, slow_weather_url: str) -> list[str]:
+    from concerto.packs.city.datetime_agent import DateTimeAgent
+    from concerto.packs.city.temperature import TemperatureAgent
+    from concerto.resources import Resources
+    from concerto.testing import make_context
+
+    settings = settings_for(data_dir / "parallel", slow_weather_url)
+    resources = Resources(settings)
+    ctx = make_context(
+        "What's the weather and the time in Seattle?",
+        now=NOW,
+        settings=settings,
+        resources=resources,
+    )
+    temperature, clock = TemperatureAgent(settings, resources), DateTimeAgent(settings, resources)
+    payload = {"city": "Seattle"}
+
+    async def parallel() -> None:
+        await asyncio.gather(temperature.run(ctx, payload), clock.run(ctx, payload))
+
+    async def sequential() -> None:
+        await temperature.run(ctx, payload)
+        await clock.run(ctx, payload)
+
+    async def two_cities_parallel() -> None:
+        boston = {"city": "Boston"}
+        await asyncio.gather(temperature.run(ctx, payload), temperature.run(ctx, boston))
+
+    async def two_cities_sequential() -> None:
+        await temperature.run(ctx, payload)
+        await temperature.run(ctx, {"city": "Boston"})
+
+    try:
+        rows = [
+            row("weather + time, agents in parallel (provider 200 ms)", await timed(parallel, n)),
+            row("weather + time, agents in sequence (provider 200 ms)", await timed(sequential, n)),
+            row("weather in two cities, in parallel", await timed(two_cities_parallel, n)),
+            row("weather in two cities, in sequence", await timed(two_cities_sequential, n)),
+        ]
+    finally:
+        await resources.aclose()
+    return rows
+
+
+async def main(n: int) -> str:
+    fast, fast_url = start_provider(0.0)
+    slow, slow_url = start_provider(0.2)
+    procs = [start_http_mcp("datetime", fast_url)]
+    http = {"datetime": procs[0][1]}
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            data_dir = Path(tmp)
+            rows = await bench_end_to_end(n, data_dir, fast_url, http)
+            rows += await bench_round_trip(n, fast_url, http)
+            rows += await bench_parallel(n, data_dir, slow_url)
+            rows += await bench_weather_and_time(n, data_dir, slow_url)
+    finally:
+        for proc, _ in procs:
+            proc.terminate()
+            proc.wait(10)
+        fast.shutdown()
+        slow.shutdown()
+    header = [
+        "| measurement | median ms | p95 ms | runs |",
+        "|---|---:|---:|---:|",
+    ]
+    machine = f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs"
+    when = f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC"
+    intro = f"Machine: {machine}, Python {platform.python_version()}; {when}."
+    return "\n".join([intro, "", *header, *rows])
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--n", type=int, default=30, help="timed runs per measurement (round trips: 5x)"
+    )
+    parser.add_argument("--output", type=Path, help="also write the table to this Markdown file")
+    options = parser.parse_args()
+    table = asyncio.run(main(options.n))
+    print(table)
+    if options.output:
+        options.output.write_text(table + "\n", encoding="utf-8")
