@@ -223,6 +223,21 @@ async def test_errors_unrelated_to_response_format_are_not_repeated() -> None:
     assert len(bodies) == 1
 
 
+async def test_errors_unrelated_to_the_schema_are_not_repeated_with_other_forms() -> None:
+    requests: list[httpx.Request] = []
+
+    def too_long(request: httpx.Request) -> httpx.Response:
+        requests.append(request)
+        error = {"message": "This model's maximum context length is 2048 tokens."}
+        return httpx.Response(400, json={"error": error})
+
+    transport = httpx.MockTransport(too_long)
+    async with OpenAICompatibleLLM("m", base_url="http://llm.test/v1", transport=transport) as llm:
+        with pytest.raises(LLMError, match="maximum context length"):
+            await llm.complete(MESSAGES, json_schema=SCHEMA)
+    assert len(requests) == 1
+
+
 def test_one_client_serves_several_event_loops() -> None:
     # A CLI or a test suite may call asyncio.run more than once with the same client.
     import asyncio

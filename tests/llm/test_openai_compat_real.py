@@ -125,6 +125,18 @@ async def test_json_schema_mode_refused_by_llama_cpp_falls_back_to_json_object(
     assert client.response_format_kind == "json_object+schema"
 
 
+async def test_prompt_longer_than_the_context_is_an_error(llm: OpenAICompatibleLLM) -> None:
+    async with llm:
+        with pytest.raises(LLMError) as info:
+            await llm.complete(
+                [Message(role="user", content="word " * 3000)],
+                json_schema=Pick.model_json_schema(),
+                max_tokens=10,
+            )
+    assert info.value.kind == "error"
+    assert "HTTP 400" in str(info.value) and "context length" in str(info.value)
+
+
 async def test_wrong_path_on_a_live_server_is_an_error(llama_server: LlamaServer) -> None:
     base = llama_server.base_url.removesuffix("/v1")
     async with OpenAICompatibleLLM(llama_server.model, base_url=base) as client:

@@ -56,7 +56,7 @@ class OpenAICompatibleLLM:
 
     In every mode the schema is also stated in the system prompt, because many models
     only follow what they are told. When the endpoint refuses the `response_format`
-    (HTTP 400, 422 or 500), the call is repeated with the next simpler form
+    (HTTP 400, 422 or 500 naming it), the call is repeated with the next simpler form
     (`json_schema`, then `json_object` with the schema, without it, then nothing),
     and the form that worked is kept for later calls, with one warning in the log.
     """
@@ -183,7 +183,7 @@ class OpenAICompatibleLLM:
                 latency_ms = (time.perf_counter() - started) * 1000
                 return _parse_completion(self._url, reply, latency_ms, self.model)
             message = _http_error_message(self._url, reply)
-            if "response_format" not in body or reply.status_code not in _REFUSED:
+            if not _refuses_response_format(body, reply):
                 raise LLMError(first_refusal or message, kind="error")
             first_refusal = first_refusal or message
         raise LLMError(first_refusal, kind="error")
@@ -262,6 +262,20 @@ def _with_schema_instruction(messages: list[Message], json_schema: dict[str, Any
         first = Message(role="system", content=f"{messages[0].content}\n\n{instruction}")
         return [first, *messages[1:]]
     return [Message(role="system", content=instruction), *messages]
+
+
+def _refuses_response_format(body: dict[str, Any], reply: httpx.Response) -> bool:
+    """Did the endpoint refuse the request because of its `response_format`?
+
+    Servers say so with 400, 422 or 500 and a message naming the field (OpenAI:
+    "Unknown parameter: 'response_format.schema'"; llama-cpp-python: a validation
+    error at `response_format.type`). Other errors, such as a prompt longer than the
+    context, are not worth repeating with another form.
+    """
+    if "response_format" not in body or reply.status_code not in _REFUSED:
+        return False
+    text = reply.text.lower()
+    return any(word in text for word in ("response_format", "json", "schema"))
 
 
 def _response_format(kind: str, json_schema: dict[str, Any]) -> dict[str, Any] | None:
