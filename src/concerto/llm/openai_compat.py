@@ -4,8 +4,8 @@ Everything that can go wrong on the wire becomes an `LLMError` with a `kind` the
 orchestrator can act on (fall back to the deterministic path and say why), and a
 message a user can act on (which setting to change), never a stack trace.
 
-httpx is imported when the first client is built, not when this module is, so that
-importing `concerto.llm` costs nothing for the default set-up, which has no LLM.
+httpx is imported on the first call, not with this module, so that importing
+`concerto.llm` costs nothing in the default set-up, which has no LLM.
 """
 
 from __future__ import annotations
@@ -49,7 +49,8 @@ class OpenAICompatibleLLM:
 
     - `json_object`: `response_format={"type": "json_object", "schema": ...}`.
       llama.cpp's servers turn the schema into a grammar, so the output has the
-      right shape; Ollama and vLLM read the type and ignore the extra key.
+      right shape; lenient servers read the type and ignore the extra key, strict
+      ones (OpenAI) refuse it and get plain `json_object` instead (below).
     - `json_schema`: OpenAI's structured outputs (`strict` off, so any pydantic
       schema is accepted); also vLLM, LM Studio, Gemini.
     - `none`: nothing is sent, for endpoints that reject `response_format`.
@@ -94,9 +95,14 @@ class OpenAICompatibleLLM:
         return ladder[min(self._format_step, len(ladder) - 1)]
 
     async def aclose(self) -> None:
-        """Close the connection pool (a new one is opened if the client is used again)."""
-        client, self._client, self._client_loop = self._client, None, None
-        if client is not None:
+        """Close the connection pool (a new one is opened if the client is used again).
+
+        A pool opened on another, finished event loop is only dropped: its connections
+        cannot be closed from here.
+        """
+        client, loop = self._client, self._client_loop
+        self._client = self._client_loop = None
+        if client is not None and loop is asyncio.get_running_loop():
             await client.aclose()
 
     async def __aenter__(self) -> OpenAICompatibleLLM:
