@@ -209,3 +209,24 @@ async def test_agents_over_streamable_http(
         assert resources.get("city.mcp.echo", lambda: None).spec.url == http_servers["echo"]  # type: ignore[attr-defined]
     finally:
         await resources.aclose()
+
+
+async def test_at_most_city_max_concurrency_requests_at_once(
+    tmp_path: object, provider: Replay
+) -> None:
+    import time
+
+    provider.set(delay_s=0.3)
+    settings = Settings(
+        weather_url=provider.url, city_max_concurrency=1, mcp_connect_timeout_ms=20000
+    )
+    resources = Resources(settings)
+    agent = TemperatureAgent(settings, resources)
+    ctx = make_context("q", now=NOW, settings=settings, resources=resources)
+    try:
+        await agent.run(ctx, {"city": "Boston"})  # start the server
+        started = time.monotonic()
+        await asyncio.gather(*(agent.run(ctx, {"city": c}) for c in ("Miami", "Denver")))
+        assert time.monotonic() - started >= 0.6  # one after the other
+    finally:
+        await resources.aclose()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -39,8 +40,14 @@ async def call_tool(
         {"server": server, "tool": tool, "arguments": arguments},
         step=2,
     )
+    # 002_*.txt: at most `city_max_concurrency` (2) sub-agent requests at once per orchestrator.
+    limit = context.resources.get(
+        "city.request_slots", lambda: asyncio.Semaphore(context.settings.city_max_concurrency)
+    )
     try:
-        return await server_for(context.resources, server, context.settings).call(tool, arguments)
+        async with limit:
+            mcp = server_for(context.resources, server, context.settings)
+            return await mcp.call(tool, arguments)
     except MCPCallError as exc:
         reason = str(exc.data.get("reason") or "")
         error_type = (
