@@ -46,10 +46,10 @@ class AgentInfo(BaseModel):
 class AgentResult(BaseModel):
     """What `run` returns: the data, one sentence saying it, findings and follow-ups."""
 
-    output: dict[str, Any] = {}
+    output: dict[str, Any] = Field(default_factory=dict)
     summary: str | None = None
-    key_findings: list[str] = []
-    follow_up_questions: list[str] = []
+    key_findings: list[str] = Field(default_factory=list)
+    follow_up_questions: list[str] = Field(default_factory=list)
 
 
 class AgentFailure(Exception):  # noqa: N818 - it is the agent's answer, not a programming error

@@ -22,7 +22,7 @@ class AgentDispatchRequest(BaseModel):
     timeout_ms: int = Field(30000, ge=MIN_TIMEOUT_MS, le=MAX_TIMEOUT_MS)
     input_payload: dict[str, Any] = Field(default_factory=dict)
     fallback_agent: AgentName | None = None
-    fallback_on: list[ErrorKind] = [ErrorKind.TIMEOUT, ErrorKind.ERROR]
+    fallback_on: list[ErrorKind] = Field(default_factory=lambda: [ErrorKind.TIMEOUT, ErrorKind.ERROR])
     parallel_group: int | None = None
     wait_for_group: bool = True
 
@@ -36,9 +36,10 @@ class AgentDispatchResponse(BaseModel):
     dispatch_latency_ms: float = Field(0, ge=0)
     execution_latency_ms: float = Field(0, ge=0)
     total_latency_ms: float = Field(0, ge=0)
-    output: dict[str, Any] = {}
+    # default_factory, not `= {}`: pydantic deep-copies mutable defaults on every instance
+    output: dict[str, Any] = Field(default_factory=dict)
     summary: str | None = None
-    key_findings: list[str] = []
-    errors: list[AgentError] = []
+    key_findings: list[str] = Field(default_factory=list)
+    errors: list[AgentError] = Field(default_factory=list)
     used_fallback: bool = False
     fallback_reason: str | None = None

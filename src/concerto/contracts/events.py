@@ -44,5 +44,5 @@ class Event(BaseModel):
     step: int = 1
     state: QueryState | None = None
     task_id: str | None = None
-    details: dict[str, Any] = {}
+    details: dict[str, Any] = Field(default_factory=dict)
     ts: float = Field(default_factory=time.time)

@@ -22,7 +22,7 @@ class AgentTask(AgentDispatchRequest):
 
     task_id: str = Field(default_factory=new_id)
     request: str = Field("", description="What this task should answer (default: the question)")
-    depends_on: list[str] = []
+    depends_on: list[str] = Field(default_factory=list)
 
 
 class OrchestrationPlan(BaseModel):

@@ -61,6 +61,11 @@ class MiniLM:
             if key.endswith(".weight") and value.ndim == 2 and "embeddings" not in key:
                 self._w[key] = np.ascontiguousarray(value.T)
         self._tok = Tokenizer.from_file(str(path / "tokenizer.json"))
+        # One BLAS thread: these matrices are tiny, and with several threads on a busy 2-core
+        # machine a question took 300 ms instead of 10 ms (measured; see BENCHMARKS.md).
+        from threadpoolctl import ThreadpoolController
+
+        self._threads = ThreadpoolController()
         self._tok.no_padding()  # the shipped tokenizer.json pads to 128; pad per batch instead
         self._tok.enable_truncation(MAX_TOKENS)
 
@@ -75,7 +80,8 @@ class MiniLM:
         for row, enc in enumerate(encodings):
             ids[row, : len(enc.ids)] = enc.ids
             mask[row, : len(enc.ids)] = 1.0
-        hidden = self._forward(ids, mask)
+        with self._threads.limit(limits=1, user_api="blas"):
+            hidden = self._forward(ids, mask)
         pooled = (hidden * mask[..., None]).sum(1) / np.maximum(mask.sum(1, keepdims=True), 1e-9)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)

@@ -26,7 +26,9 @@ class EventStream:
 
     def __init__(self, query_id: str, max_events: int = 1000, queue_size: int = 256) -> None:
         self.query_id = query_id
-        self.events: deque[Event] = deque(maxlen=max_events)
+        # Raw tuples, made into `Event` models only when read or sent to a subscriber:
+        # a query nobody watches pays almost nothing for its events.
+        self._records: deque[tuple[Any, ...]] = deque(maxlen=max_events)
         self.dropped = 0
         self._seq = 0
         self._queue_size = queue_size
@@ -43,23 +45,30 @@ class EventStream:
         state: QueryState | None = None,
         task_id: str | None = None,
         details: dict[str, Any] | None = None,
-    ) -> Event:
+    ) -> None:
         """Record an event and hand it to every live subscriber."""
         self._seq += 1
-        event = Event(
-            query_id=self.query_id, seq=self._seq, type=type, title=title, source=source,
-            step=step, state=state, task_id=task_id, details=details or {},
-        )
-        if len(self.events) == self.events.maxlen:
+        record = (self._seq, type, title, source, step, state, task_id, details or {}, time.time())
+        if len(self._records) == self._records.maxlen:
             self.dropped += 1
-        self.events.append(event)
-        for queue in self._queues:
-            _put_dropping_oldest(queue, event)
-        return event
+        self._records.append(record)
+        if self._queues:
+            event = self._event(record)
+            for queue in self._queues:
+                _put_dropping_oldest(queue, event)
 
-    def state(self, state: QueryState, title: str | None = None, **details: Any) -> Event:
+    def _event(self, r: tuple[Any, ...]) -> Event:
+        return Event(query_id=self.query_id, seq=r[0], type=r[1], title=r[2], source=r[3], step=r[4],
+                     state=r[5], task_id=r[6], details=r[7], ts=r[8])
+
+    @property
+    def events(self) -> list[Event]:
+        """The events kept in memory (the most recent `max_events`), oldest first."""
+        return [self._event(r) for r in self._records]
+
+    def state(self, state: QueryState, title: str | None = None, **details: Any) -> None:
         """Record a transition of the query's processing state (002_*.txt)."""
-        return self.emit(EventType.STATE, title or state.value, state=state, details=details)
+        self.emit(EventType.STATE, title or state.value, state=state, details=details)
 
     async def agent_emit(
         self, type: EventType, title: str, details: dict[str, Any], step: int, agent: str, task_id: str

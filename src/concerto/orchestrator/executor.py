@@ -88,58 +88,90 @@ class Executor:
         max_concurrency: int | None = None,
         prepared: Mapping[str, dict[str, Any]] | None = None,
     ) -> list[AgentDispatchResponse]:
-        """Run every task; return one response per task, in plan order."""
+        """Run every task; return one response per task, in plan order.
+
+        Tasks are created only when they are ready: finishing a task counts down its
+        dependents and starts those whose count reaches zero, so nothing sits waiting.
+        """
         tasks = plan.tasks
         start = time.perf_counter()
+        loop = asyncio.get_running_loop()
         cap = max_concurrency or self.max_concurrency
         gate = _PriorityGate(cap) if cap < len(tasks) else None
-        done: dict[str, asyncio.Future[AgentDispatchResponse]] = {}
-        loop = asyncio.get_running_loop()
-        for task in tasks:
-            done[task.task_id] = loop.create_future()
-        by_id = {t.task_id: t for t in tasks}
         prepared = prepared or {}
+        by_id = {t.task_id: t for t in tasks}
+        waiting = {t.task_id: len(t.depends_on) for t in tasks}
+        dependents: dict[str, list[str]] = {t.task_id: [] for t in tasks}
+        for t in tasks:
+            for dep in t.depends_on:
+                dependents[dep].append(t.task_id)
+        results: dict[str, AgentDispatchResponse] = {}
+        running: dict[str, asyncio.Task[AgentDispatchResponse]] = {}
+        finished = loop.create_future()
 
-        async def run_task(task: AgentTask) -> None:
-            ready = start
-            try:
-                deps = [await asyncio.shield(done[d]) for d in task.depends_on]
-                ready = time.perf_counter()
-                failed = [d for d in deps if d.status is not ExecutionStatus.COMPLETED]
-                if failed:
-                    names = ", ".join(f"{d.agent} ({d.status.value})" for d in failed)
-                    response = _skipped(task, f"skipped because it depends on {names}")
-                    events.emit(EventType.ERROR, f"{task.agent} skipped", source=task.agent,
-                                task_id=task.task_id, step=99, details={"reason": response.errors[0].message})
-                else:
-                    if gate is not None:
-                        await gate.acquire(task.priority)
-                    try:
-                        response = await self._run_with_fallback(
-                            task, make_context, deps, events, ready, prepared.get(task.task_id)
-                        )
-                    finally:
-                        if gate is not None:
-                            gate.release()
-                done[task.task_id].set_result(response)
-            except asyncio.CancelledError:
-                if not done[task.task_id].done():
-                    done[task.task_id].set_result(_cancelled(task, ready, deadline_ms))
-                raise
+        def launch(task: AgentTask) -> None:
+            deps = [results[d] for d in task.depends_on]
+            failed = [d for d in deps if d.status is not ExecutionStatus.COMPLETED]
+            if failed:
+                names = ", ".join(f"{d.agent} ({d.status.value})" for d in failed)
+                skipped = _skipped(task, f"skipped because it depends on {names}")
+                events.emit(EventType.ERROR, f"{task.agent} skipped", source=task.agent, task_id=task.task_id,
+                            step=99, details={"reason": skipped.errors[0].message})
+                settle(task.task_id, skipped)
+                return
+            runner = loop.create_task(
+                self._gated(task, make_context, deps, events, prepared.get(task.task_id), gate),
+                name=f"concerto:{task.task_id}",
+            )
+            running[task.task_id] = runner
+            runner.add_done_callback(lambda r, tid=task.task_id: on_done(tid, r))
 
-        runners = [asyncio.create_task(run_task(t), name=f"concerto:{t.task_id}") for t in tasks]
+        def on_done(task_id: str, runner: asyncio.Task[AgentDispatchResponse]) -> None:
+            running.pop(task_id, None)
+            if not runner.cancelled():
+                settle(task_id, runner.result())
+
+        def settle(task_id: str, response: AgentDispatchResponse) -> None:
+            results[task_id] = response
+            for child in dependents[task_id]:
+                waiting[child] -= 1
+                if waiting[child] == 0:
+                    launch(by_id[child])
+            if len(results) == len(tasks) and not finished.done():
+                finished.set_result(None)
+
+        for task in tasks:
+            if not task.depends_on:
+                launch(task)
         timeout = deadline_ms / 1000 if deadline_ms else None
-        _, pending = await asyncio.wait(runners, timeout=timeout)
-        if pending:
+        done, _ = await asyncio.wait([finished], timeout=timeout)
+        if not done:
+            pending = list(running.values())
             events.emit(EventType.ERROR, f"Deadline of {deadline_ms:.0f} ms expired; cancelling "
-                        f"{len(pending)} task(s)", step=99, details={"deadline_ms": deadline_ms})
+                        f"{len(pending)} running task(s)", step=99, details={"deadline_ms": deadline_ms})
             for runner in pending:
                 runner.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
-        for tid, fut in done.items():  # tasks cancelled before they even started
-            if not fut.done():
-                fut.set_result(_cancelled(by_id[tid], start, deadline_ms))
-        return [done[t.task_id].result() for t in tasks]
+            finished.cancel()
+        return [results.get(t.task_id) or _cancelled(t, start, deadline_ms) for t in tasks]
+
+    async def _gated(
+        self,
+        task: AgentTask,
+        make_context: ContextFactory,
+        deps: list[AgentDispatchResponse],
+        events: EventStream,
+        prepared: dict[str, Any] | None,
+        gate: _PriorityGate | None,
+    ) -> AgentDispatchResponse:
+        ready = time.perf_counter()
+        if gate is None:
+            return await self._run_with_fallback(task, make_context, deps, events, ready, prepared)
+        await gate.acquire(task.priority)
+        try:
+            return await self._run_with_fallback(task, make_context, deps, events, ready, prepared)
+        finally:
+            gate.release()
 
     async def _run_with_fallback(
         self,
@@ -198,20 +230,33 @@ class Executor:
         events.emit(EventType.ACTION, f"Dispatching {agent_name}", source="orchestrator",
                     task_id=task.task_id, step=4, details={"timeout_ms": task.timeout_ms})
         t0 = time.perf_counter()
+        # A bare timer instead of asyncio.timeout(): same semantics here, a third of the cost,
+        # which matters because every task of every plan pays it.
+        me = asyncio.current_task()
+        assert me is not None
+        expired: list[bool] = []
+
+        def expire() -> None:
+            expired.append(True)
+            me.cancel()
+
+        timer = asyncio.get_running_loop().call_later(task.timeout_ms / 1000, expire)
         try:
-            async with asyncio.timeout(task.timeout_ms / 1000):
-                if prepared is not None and agent_name == task.agent:
-                    payload = prepared
-                else:
-                    payload = await agent.prepare(task.request or context.query.query, context)
-                payload = {**payload, **task.input_payload}
-                payload.setdefault("request", task.request or context.query.query)
-                if deps:
-                    payload["previous_results"] = [_previous(d) for d in deps]
-                attempt.payload = payload
-                t0 = time.perf_counter()
-                attempt.result = await agent.run(context, payload)
-        except TimeoutError:
+            if prepared is not None and agent_name == task.agent:
+                payload = prepared
+            else:
+                payload = await agent.prepare(task.request or context.query.query, context)
+            payload = {**payload, **task.input_payload}
+            payload.setdefault("request", task.request or context.query.query)
+            if deps:
+                payload["previous_results"] = [_previous(d) for d in deps]
+            attempt.payload = payload
+            t0 = time.perf_counter()
+            attempt.result = await agent.run(context, payload)
+        except asyncio.CancelledError:
+            if not expired:
+                raise  # the query's deadline, not this task's timeout
+            me.uncancel()
             attempt.status = ExecutionStatus.TIMEOUT
             attempt.error = AgentError(
                 agent=agent_name, kind=ErrorKind.TIMEOUT, error_type="timeout", recoverable=True,
@@ -234,6 +279,11 @@ class Executor:
                 message=f"{agent_name} failed: {type(exc).__name__}: {exc}"[:500],
                 details={"exception": type(exc).__name__},
             )
+            if isinstance(exc, TimeoutError):  # a timeout inside the agent (its own client's)
+                attempt.status = ExecutionStatus.TIMEOUT
+                attempt.error.kind = ErrorKind.TIMEOUT
+        finally:
+            timer.cancel()
         attempt.execution_ms = (time.perf_counter() - t0) * 1000
         if attempt.error is None:
             events.emit(EventType.RESULT, f"{agent_name} answered", source=agent_name,
