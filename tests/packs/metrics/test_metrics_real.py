@@ -53,7 +53,8 @@ async def test_cpu_usage_for_the_last_hour(prom_context: AgentContext) -> None:
     assert result.time_range.end_time - result.time_range.start_time == timedelta(hours=1)
     assert out.summary is not None
     assert re.fullmatch(
-        r"CPU usage averaged [\d.]+% over the last hour \(min [\d.]+%, max [\d.]+%, last [\d.]+%\)\.",
+        r"CPU usage averaged [\d.]+% over the last hour "
+        r"\(min [\d.]+%, max [\d.]+%, last [\d.]+%\)\.",
         out.summary,
     )
     assert out.output["parsed_query"]["promql"] == result.promql

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
@@ -226,7 +227,8 @@ def test_latency_uses_histogram_quantile_of_the_bucket_rates() -> None:
     built = build_concept(CONCEPTS_BY_KEY["request_latency"], names, {"job": "api"}, 15, "p99")
     assert built is not None
     assert built.promql == (
-        'histogram_quantile(0.99, sum by (le) (rate(http_request_duration_seconds_bucket{job="api"}[60s])))'
+        "histogram_quantile(0.99, sum by (le) "
+        '(rate(http_request_duration_seconds_bucket{job="api"}[60s])))'
     )
 
 
@@ -291,3 +293,36 @@ def test_importing_the_pack_stays_light() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_metrics_agent_registers_through_the_entry_point() -> None:
+    from concerto.agents.registry import load_registry
+
+    registry = load_registry("metrics")
+    assert registry.names() == ["metrics_agent"]
+    info = registry.get("metrics_agent").info
+    assert info.pack == "metrics" and "Show CPU usage for the last hour" in info.examples
+
+
+def test_metric_vectors_persist_across_processes(tmp_path: Path) -> None:
+    import numpy as np
+
+    from concerto.packs.metrics.embed_cache import PersistentEmbeddings
+
+    class Counting:
+        dimension = 3
+
+        def __init__(self) -> None:
+            self.texts: list[str] = []
+
+        def embed(self, texts: list[str]) -> np.ndarray:
+            self.texts += texts
+            return np.array([[len(t), 1.0, 0.0] for t in texts], dtype=np.float32)
+
+    path = tmp_path / "metrics" / "embeddings.npz"
+    first = Counting()
+    vectors = PersistentEmbeddings(first, path).embed(["cpu", "memory", "cpu"])
+    assert first.texts == ["cpu", "memory"] and vectors.shape == (3, 3)
+    second = Counting()
+    again = PersistentEmbeddings(second, path).embed(["memory", "cpu"])
+    assert second.texts == [] and again[0][0] == 6.0

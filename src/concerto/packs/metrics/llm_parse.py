@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from concerto.llm.base import LLMClient
     from concerto.nlp.embeddings import Embedder
     from concerto.packs.metrics.backend import MetricInfo
+    from concerto.packs.metrics.match import TextEmbedder
 
 
 class LLMQuery(BaseModel):
@@ -65,6 +66,7 @@ async def llm_parse(
     llm: LLMClient,
     catalog: Mapping[str, MetricInfo],
     embedder: Embedder,
+    candidates: TextEmbedder | None = None,
 ) -> MetricsQuery:
     """Ask the model for an `LLMQuery`, validate it, and turn it into a `MetricsQuery`.
 
@@ -81,7 +83,11 @@ async def llm_parse(
             suggestion=f"Ask for example {EXAMPLES}.",
         )
     concepts = [(c.key, c.description) for c in CONCEPTS if c.resolve(catalog) is not None]
-    ranked = [c.name for c in rank(question, catalog, embedder, limit=10) if c.concept is None]
+    ranked = [
+        c.name
+        for c in rank(question, catalog, embedder, limit=10, candidates=candidates)
+        if c.concept is None
+    ]
     listed = concepts + [(n, describe_metric(catalog[n])) for n in ranked]
     reply = await llm.complete(
         [

@@ -15,86 +15,39 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from concerto.packs.metrics.promql import CONCEPTS, METRIC_TOKEN, Concept
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from concerto.nlp.embeddings import Embedder
     from concerto.packs.metrics.backend import MetricInfo
+
+
+class TextEmbedder(Protocol):
+    """Anything with `embed(texts)` returning unit vectors (an embedder, or its disk cache)."""
+
+    def embed(self, texts: list[str]) -> np.ndarray: ...
+
 
 MIN_SIMILARITY = 0.30
 # Concepts are curated and compute the right expression (a busy fraction, not a raw
 # counter), so at equal similarity they should win over a raw metric.
 CONCEPT_BONUS = 0.08
-PREFILTER = 24
-_STOP = {
-    "show",
-    "me",
-    "the",
-    "a",
-    "an",
-    "of",
-    "for",
-    "in",
-    "on",
-    "over",
-    "what",
-    "whats",
-    "is",
-    "was",
-    "are",
-    "how",
-    "much",
-    "many",
-    "give",
-    "get",
-    "tell",
-    "about",
-    "and",
-    "to",
-    "with",
-    "my",
-    "our",
-    "please",
-    "last",
-    "past",
-    "hour",
-    "hours",
-    "minute",
-    "minutes",
-    "day",
-    "days",
-    "week",
-    "weeks",
-    "since",
-    "ago",
-    "average",
-    "avg",
-    "mean",
-    "max",
-    "maximum",
-    "min",
-    "minimum",
-    "peak",
-    "total",
-    "sum",
-    "current",
-    "now",
-    "by",
-    "per",
-    "at",
-    "during",
-    "from",
-    "between",
-    "today",
-    "yesterday",
-    "it",
-    "be",
-    "been",
-    "has",
-    "have",
-}
+PREFILTER = 16
+_STOP = frozenset(
+    re.findall(
+        r"\w+",
+        """
+        show me the a an of for in on over what whats is was are how much many give get tell about
+        and to with my our please last past hour hours minute minutes day days week weeks since
+        ago average avg mean max maximum min minimum peak total sum current now by per at during
+        from between today yesterday it be been has have
+        """,
+    )
+)
 _SUFFIXES = ("ing", "ed", "es", "s")
 
 
@@ -126,9 +79,9 @@ def words(text: str) -> set[str]:
 
 
 def describe_metric(info: MetricInfo) -> str:
-    """The text a metric is matched by: its name in words and its help text."""
+    """The text a metric is matched by: its name in words and (the start of) its help text."""
     name = info.name.replace("_", " ").replace(":", " ")
-    return f"{name}: {info.help}" if info.help else name
+    return f"{name}: {info.help[:120]}" if info.help else name
 
 
 def explicit_metric(
@@ -165,14 +118,21 @@ def _prefilter(question_words: set[str], catalog: Mapping[str, MetricInfo]) -> l
 
 
 def rank(
-    question: str, catalog: Mapping[str, MetricInfo], embedder: Embedder, limit: int = 5
+    question: str,
+    catalog: Mapping[str, MetricInfo],
+    embedder: Embedder,
+    limit: int = 5,
+    candidates: TextEmbedder | None = None,
 ) -> list[Candidate]:
-    """Concepts available on this server and metrics, best match first."""
+    """Concepts available on this server and metrics, best match first.
+
+    `candidates` embeds the concept and metric texts (a disk-backed cache in the node);
+    the question itself goes to `embedder`.
+    """
     concepts = [c for c in CONCEPTS if c.resolve(catalog) is not None]
     metrics = _prefilter(words(question), catalog)
-    texts = [question] + [c.description for c in concepts] + [describe_metric(m) for m in metrics]
-    vectors = embedder.embed(texts)
-    scores = vectors[1:] @ vectors[0]
+    texts = [c.description for c in concepts] + [describe_metric(m) for m in metrics]
+    scores = (candidates or embedder).embed(texts) @ embedder.embed([question])[0]
     out = [
         Candidate(c.key, float(s) + CONCEPT_BONUS, c)
         for c, s in zip(concepts, scores[: len(concepts)], strict=True)

@@ -79,15 +79,20 @@ async def _parse(
     backend: PrometheusBackend,
     catalog: Mapping[str, MetricInfo],
 ) -> MetricsQuery:
+    from concerto.packs.metrics.embed_cache import PersistentEmbeddings
     from concerto.packs.metrics.parser import parse_question
 
     embedder = deps.resources.embedder
+    path = deps.settings.data_dir / "metrics" / "embeddings.npz"
+    cached = deps.resources.get(
+        f"metrics.embeddings:{path}", lambda: PersistentEmbeddings(embedder, path)
+    )
     if deps.llm is not None:
         from concerto.llm.base import LLMError
         from concerto.packs.metrics.llm_parse import llm_parse
 
         try:
-            return await llm_parse(question, now, deps.llm, catalog, embedder)
+            return await llm_parse(question, now, deps.llm, catalog, embedder, cached)
         except LLMError as exc:
             if exc.kind not in ("unavailable", "timeout"):
                 raise MetricsQueryFailure(
@@ -97,7 +102,7 @@ async def _parse(
                     details={"llm_error": str(exc), "kind": exc.kind},
                 ) from exc
             log.warning("LLM unavailable (%s); parsing the metrics question deterministically", exc)
-    return parse_question(question, now, catalog, embedder)
+    return parse_question(question, now, catalog, embedder, cached)
 
 
 def validate(query: MetricsQuery, catalog: Mapping[str, MetricInfo], now: datetime) -> None:

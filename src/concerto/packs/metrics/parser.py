@@ -31,6 +31,7 @@ from concerto.packs.metrics.timeparse import (
 if TYPE_CHECKING:
     from concerto.nlp.embeddings import Embedder
     from concerto.packs.metrics.backend import MetricInfo
+    from concerto.packs.metrics.match import TextEmbedder
 
 EXAMPLES = (
     '"Show CPU usage for the last hour", "Memory used on host 127.0.0.1:9100 yesterday", '
@@ -149,7 +150,11 @@ def read_text(question: str, now: datetime) -> TextParts:
 
 
 def parse_question(
-    question: str, now: datetime, catalog: Mapping[str, MetricInfo], embedder: Embedder
+    question: str,
+    now: datetime,
+    catalog: Mapping[str, MetricInfo],
+    embedder: Embedder,
+    candidates: TextEmbedder | None = None,
 ) -> MetricsQuery:
     """Translate a question into a `MetricsQuery` against the metrics this server has.
 
@@ -191,11 +196,11 @@ def parse_question(
         )
         return _query(metric, parts, built.promql, built.metrics, built.unit, built.label)
     phrase = parts.remainder or question
-    candidates = rank(phrase, catalog, embedder)
-    if not candidates or candidates[0].score < _min_score():
+    ranked = rank(phrase, catalog, embedder, candidates=candidates)
+    if not ranked or ranked[0].score < _min_score():
         if parts.operation != "query":
             return _query("unknown", parts, "", ["unknown"], "", "the metric")
-        near = [c.name for c in candidates[:3]]
+        near = [c.name for c in ranked[:3]]
         raise MetricsQueryFailure(
             "metric_not_found",
             f"No metric on this server matches '{phrase}'.",
@@ -206,10 +211,10 @@ def parse_question(
             ),
             details={
                 "phrase": phrase,
-                "candidates": [(c.name, round(c.score, 3)) for c in candidates],
+                "candidates": [(c.name, round(c.score, 3)) for c in ranked],
             },
         )
-    best = candidates[0]
+    best = ranked[0]
     if best.concept is not None:
         concept_built = build_concept(
             CONCEPTS_BY_KEY[best.name], catalog, parts.filters, step, parts.aggregation

@@ -1,0 +1,146 @@
+"""Step 1 with a (scripted) LLM, and the node inside a LangGraph `StateGraph`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from concerto.agents.base import AgentContext, AgentFailure
+from concerto.llm.base import LLMError
+from concerto.nlp.embeddings import Embedder
+from concerto.packs.metrics.agent import MetricsAgent
+from concerto.packs.metrics.models import (
+    MetricsQuery,
+    MetricsQueryResult,
+    QueryError,
+    initial_state,
+)
+from concerto.packs.metrics.node import NodeDeps
+from concerto.resources import Resources
+from concerto.settings import Settings
+from concerto.testing import ScriptedLLM
+
+from .conftest import context_for
+
+pytestmark = pytest.mark.prometheus
+
+
+def _context(settings: Settings, embedder: Embedder, llm: ScriptedLLM) -> AgentContext:
+    return context_for(settings, embedder, llm=llm)
+
+
+async def _run(ctx: AgentContext, question: str) -> dict[str, object]:
+    try:
+        out = await MetricsAgent(ctx.settings, ctx.resources).run(ctx, {"request": question})
+        return out.output | {"summary": out.summary}
+    finally:
+        await ctx.resources.aclose()
+
+
+async def test_llm_reply_is_validated_and_built_into_promql(
+    prom_settings: Settings, shared_embedder: Embedder
+) -> None:
+    reply = {
+        "metric": "cpu_usage",
+        "window": "last 30 minutes",
+        "aggregation": "max",
+        "filters": {},
+        "operation": "query",
+    }
+    llm = ScriptedLLM([json.dumps(reply)])
+    out = await _run(
+        _context(prom_settings, shared_embedder, llm), "How hot did the CPUs run lately?"
+    )
+    assert out["metric_name"] == "cpu_usage"
+    assert out["aggregation"] == "max"
+    assert out["promql"] == '100 * (1 - avg(rate(node_cpu_seconds_total{mode="idle"}[60s])))'
+    assert out["time_range"]["expression"] == "the last 30 minutes"  # type: ignore[index]
+    assert str(out["summary"]).startswith("CPU usage peaked at ")
+    prompt = llm.calls[0][-1].content
+    assert "cpu_usage:" in prompt and "Current time:" in prompt
+    assert "How hot did the CPUs run lately?" in prompt
+
+
+async def test_llm_reply_in_code_fences_with_a_raw_metric(
+    prom_settings: Settings, shared_embedder: Embedder
+) -> None:
+    reply = '```json\n{"metric": "node_load1", "window": "last 10 minutes"}\n```'
+    out = await _run(_context(prom_settings, shared_embedder, ScriptedLLM([reply])), "load?")
+    assert out["metric_name"] == "node_load1" and out["promql"] == "avg(node_load1)"
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "Sure! CPU usage was fine.",
+        '{"metric": "cpu_usage", "aggregation": "median"}',
+        '{"window": "last hour"}',
+        '{"metric": "cpu_usage", "colour": "blue"}',
+    ],
+)
+async def test_invalid_llm_replies_are_parsing_errors(
+    prom_settings: Settings, shared_embedder: Embedder, reply: str
+) -> None:
+    with pytest.raises(AgentFailure) as info:
+        await _run(_context(prom_settings, shared_embedder, ScriptedLLM([reply])), "CPU usage")
+    assert info.value.error_type == "parsing_error"
+    assert info.value.message == "Could not understand your query."
+    assert info.value.details["llm_reply"] == reply  # kept for logs
+
+
+async def test_llm_naming_an_unknown_metric(
+    prom_settings: Settings, shared_embedder: Embedder
+) -> None:
+    reply = '{"metric": "node_cpu_seconds", "window": "last hour"}'
+    with pytest.raises(AgentFailure) as info:
+        await _run(_context(prom_settings, shared_embedder, ScriptedLLM([reply])), "cpu seconds")
+    assert info.value.error_type == "metric_not_found"
+    assert info.value.suggestion is not None and "node_cpu_seconds_total" in info.value.suggestion
+
+
+async def test_llm_unavailable_falls_back_to_the_deterministic_parser(
+    prom_settings: Settings, shared_embedder: Embedder
+) -> None:
+    llm = ScriptedLLM([LLMError("connection refused", kind="unavailable")])
+    out = await _run(
+        _context(prom_settings, shared_embedder, llm), "Show CPU usage for the last hour"
+    )
+    assert out["metric_name"] == "cpu_usage" and len(llm.calls) == 1
+
+
+async def test_langgraph_metrics_agent_to_end(
+    prom_settings: Settings, shared_embedder: Embedder
+) -> None:
+    pytest.importorskip("langgraph")
+    from concerto.packs.metrics.graph import build_graph
+
+    resources = Resources(prom_settings)
+    resources.put("embedder", shared_embedder)
+    graph = build_graph(NodeDeps(settings=prom_settings, resources=resources))
+    try:
+        assert set(graph.get_graph().nodes) == {"__start__", "metrics_agent", "__end__"}
+        ok = await graph.ainvoke(initial_state("Show CPU usage for the last hour"))
+        bad = await graph.ainvoke(initial_state("Show anomalies in CPU usage"))
+    finally:
+        await resources.aclose()
+    assert isinstance(ok["parsed_query"], MetricsQuery)
+    assert isinstance(ok["result"], MetricsQueryResult) and ok["error"] is None
+    assert ok["result"].datapoint_count > 0 and ok["processing_time_ms"] > 0
+    assert isinstance(bad["error"], QueryError) and bad["result"] is None
+    assert bad["error"].error_type == "unsupported_operation"
+
+
+async def test_langgraph_without_a_backend(tmp_path: Path, shared_embedder: Embedder) -> None:
+    pytest.importorskip("langgraph")
+    from concerto.packs.metrics.graph import build_graph
+
+    settings = Settings(data_dir=tmp_path)
+    resources = Resources(settings)
+    resources.put("embedder", shared_embedder)
+    state = await build_graph(NodeDeps(settings=settings, resources=resources)).ainvoke(
+        initial_state("CPU usage")
+    )
+    await resources.aclose()
+    assert state["result"] is None and state["error"].error_type == "grafana_unavailable"
