@@ -124,12 +124,9 @@ class Synthesizer:
                 "numbers. If an agent failed, say so.")),
             Message(role="user", content=query.query),
         ]
-        reply = await self.llm.complete(messages, max_tokens=400)
-        if usage is not None:
-            usage.calls += 1
-            usage.prompt_tokens += reply.prompt_tokens
-            usage.completion_tokens += reply.completion_tokens
-            usage.by_purpose["synthesize"] = usage.by_purpose.get("synthesize", 0) + 1
+        from concerto.llm.structured import complete_text
+
+        reply = await complete_text(self.llm, messages, usage=usage, purpose="synthesize", max_tokens=400)
         text = reply.text.strip()
         if not text:
             raise LLMError("the LLM returned an empty answer", kind="invalid_output")
