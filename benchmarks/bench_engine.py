@@ -53,15 +53,24 @@ async def _noop(state: dict[str, Any] | None = None) -> dict[str, Any]:
 
 
 def fanout_plan() -> OrchestrationPlan:
-    return OrchestrationPlan(tasks=[AgentTask(task_id="a", agent="a"), AgentTask(task_id="b", agent="b"),
-                                    AgentTask(task_id="c", agent="c"),
-                                    AgentTask(task_id="d", agent="d", depends_on=["a", "b", "c"])])
+    return OrchestrationPlan(
+        tasks=[
+            AgentTask(task_id="a", agent="a"),
+            AgentTask(task_id="b", agent="b"),
+            AgentTask(task_id="c", agent="c"),
+            AgentTask(task_id="d", agent="d", depends_on=["a", "b", "c"]),
+        ]
+    )
 
 
 def chain_plan() -> OrchestrationPlan:
-    return OrchestrationPlan(tasks=[AgentTask(task_id="a", agent="a"),
-                                    AgentTask(task_id="b", agent="b", depends_on=["a"]),
-                                    AgentTask(task_id="c", agent="c", depends_on=["b"])])
+    return OrchestrationPlan(
+        tasks=[
+            AgentTask(task_id="a", agent="a"),
+            AgentTask(task_id="b", agent="b", depends_on=["a"]),
+            AgentTask(task_id="c", agent="c", depends_on=["b"]),
+        ]
+    )
 
 
 def concerto_runner(plan_factory: Callable[[], OrchestrationPlan], delay: float = 0.0) -> Callable[[], Awaitable[Any]]:
@@ -79,8 +88,16 @@ def concerto_runner(plan_factory: Callable[[], OrchestrationPlan], delay: float 
         events = EventStream(query.query_id)
 
         def make_context(task, agent, deps):  # type: ignore[no-untyped-def]
-            return AgentContext(query=query, now=now, settings=settings, resources=resources, task_id=task.task_id,
-                                agent=agent, previous_results=deps, _emit=events.agent_emit)
+            return AgentContext(
+                query=query,
+                now=now,
+                settings=settings,
+                resources=resources,
+                task_id=task.task_id,
+                agent=agent,
+                previous_results=deps,
+                _emit=events.agent_emit,
+            )
 
         return await executor.execute(plan, make_context, events)
 
@@ -127,10 +144,11 @@ def langgraph_runner(kind: str) -> Callable[[], Awaitable[Any]] | None:
     def node(name: str):  # type: ignore[no-untyped-def]
         async def _n(state: _State) -> dict[str, int]:
             return {name: 1}
+
         return _n
 
     g = StateGraph(_State)
-    for n in ("abcd" if kind == "fanout" else "abc"):
+    for n in "abcd" if kind == "fanout" else "abc":
         g.add_node(n, node(n))
     if kind == "fanout":
         for n in "abc":
@@ -173,28 +191,38 @@ def row(name: str, xs: list[float], base: float | None = None) -> str:
 
 async def overhead(n: int) -> list[str]:
     lines = []
-    for kind, plan, plain in (("3-way fan-out + join", fanout_plan, asyncio_fanout()),
-                              ("3-step chain", chain_plan, asyncio_chain())):
+    for kind, plan, plain in (
+        ("3-way fan-out + join", fanout_plan, asyncio_fanout()),
+        ("3-step chain", chain_plan, asyncio_chain()),
+    ):
         base = await timeit(plain, n)
         ours = await timeit(concerto_runner(plan), n)
         lg_fn = langgraph_runner("fanout" if plan is fanout_plan else "chain")
         lg = await timeit(lg_fn, n) if lg_fn else None
         b = statistics.median(base)
-        lines += [f"\n**{kind}** ({n} runs; median and p95 in ms; ratio to plain asyncio)\n",
-                  "| runner | median ms | p95 ms | × asyncio |", "|---|---|---|---|",
-                  row("plain asyncio (gather/await)", base), row("Concerto executor (events + validation)", ours, b)]
+        lines += [
+            f"\n**{kind}** ({n} runs; median and p95 in ms; ratio to plain asyncio)\n",
+            "| runner | median ms | p95 ms | × asyncio |",
+            "|---|---|---|---|",
+            row("plain asyncio (gather/await)", base),
+            row("Concerto executor (events + validation)", ours, b),
+        ]
         if lg:
             lines.append(row("LangGraph StateGraph (ainvoke)", lg, b))
-            lines.append(f"\nConcerto is {statistics.median(lg) / statistics.median(ours):.1f}× faster than LangGraph "
-                         f"and {statistics.median(ours) / b:.1f}× plain asyncio.")
+            lines.append(
+                f"\nConcerto is {statistics.median(lg) / statistics.median(ours):.1f}× faster than LangGraph "
+                f"and {statistics.median(ours) / b:.1f}× plain asyncio."
+            )
     return lines
 
 
 async def parallelism() -> list[str]:
     run = concerto_runner(lambda: OrchestrationPlan(tasks=[AgentTask(task_id=n, agent=n) for n in "abc"]), 0.05)
     xs = await timeit(run, 20)
-    return [f"\n**Real parallelism**: three agents that each wait 50 ms finish in median "
-            f"{statistics.median(xs):.1f} ms, max {max(xs):.1f} ms (goal < 60 ms)."]
+    return [
+        f"\n**Real parallelism**: three agents that each wait 50 ms finish in median "
+        f"{statistics.median(xs):.1f} ms, max {max(xs):.1f} ms (goal < 60 ms)."
+    ]
 
 
 async def throughput(data_dir: Path) -> list[str]:
@@ -216,8 +244,13 @@ async def throughput(data_dir: Path) -> list[str]:
             total += inflight
         qps = total / (time.perf_counter() - t)
         out.append(f"| {inflight} | {qps:,.0f} |")
-    return ["\n**Throughput** (full `Orchestrator.ask`: structured route, plan, execute, synthesize; events on, "
-            "storage off)\n", "| questions in flight | questions/s |", "|---|---|", *out]
+    return [
+        "\n**Throughput** (full `Orchestrator.ask`: structured route, plan, execute, synthesize; events on, "
+        "storage off)\n",
+        "| questions in flight | questions/s |",
+        "|---|---|",
+        *out,
+    ]
 
 
 async def router_latency(data_dir: Path) -> list[str]:
@@ -225,8 +258,12 @@ async def router_latency(data_dir: Path) -> list[str]:
     orch = Orchestrator(settings, registry=load_registry())
     router = orch.router
     structured_q = 'echo: "hello"'
-    semantic_qs = ["what's the weather and the time in Seattle?", "show CPU usage for the last hour",
-                   "home-loan attrition rate previous 4 months", "what time is it in Chicago?"]
+    semantic_qs = [
+        "what's the weather and the time in Seattle?",
+        "show CPU usage for the last hour",
+        "home-loan attrition rate previous 4 months",
+        "what time is it in Chicago?",
+    ]
     await router.route(semantic_qs[0])  # loads the model and the index
 
     s = [0.0] * 2000
@@ -240,21 +277,29 @@ async def router_latency(data_dir: Path) -> list[str]:
         t = time.perf_counter()
         await router.route(q)
         sem.append((time.perf_counter() - t) * 1000)
-    return ["\n**Router latency** (per question, all built-in agents loaded)\n",
-            "| step | median ms | p95 ms | goal |", "|---|---|---|---|",
-            f"| structured format | {statistics.median(s):.4f} | {pct(s, .95):.4f} | < 0.1 |",
-            f"| semantic (warm, uncached question) | {statistics.median(sem):.2f} | {pct(sem, .95):.2f} | < 20 |"]
+    return [
+        "\n**Router latency** (per question, all built-in agents loaded)\n",
+        "| step | median ms | p95 ms | goal |",
+        "|---|---|---|---|",
+        f"| structured format | {statistics.median(s):.4f} | {pct(s, 0.95):.4f} | < 0.1 |",
+        f"| semantic (warm, uncached question) | {statistics.median(sem):.2f} | {pct(sem, 0.95):.2f} | < 20 |",
+    ]
 
 
 def cold_start(data_dir: Path, runs: int = 5) -> list[str]:
     exe = str(Path(sys.executable).with_name("concerto"))
     env = {**os.environ, "CONCERTO_DATA_DIR": str(data_dir)}
-    out = ["\n**Cold start of `concerto ask`** (new process each run, all built-in agents, to the first byte "
-           "of the answer; the echo agent starts its MCP server over stdio)\n",
-           "| question | median s | max s | goal |", "|---|---|---|---|"]
-    for label, q, extra in (("`--help`", None, {}),
-                            ("structured (`echo: hi`)", "echo: hi", {}),
-                            ("semantic (`please repeat back: good morning`)", "please repeat back: good morning", {})):
+    out = [
+        "\n**Cold start of `concerto ask`** (new process each run, all built-in agents, to the first byte "
+        "of the answer; the echo agent starts its MCP server over stdio)\n",
+        "| question | median s | max s | goal |",
+        "|---|---|---|---|",
+    ]
+    for label, q, extra in (
+        ("`--help`", None, {}),
+        ("structured (`echo: hi`)", "echo: hi", {}),
+        ("semantic (`please repeat back: good morning`)", "please repeat back: good morning", {}),
+    ):
         times = []
         for _ in range(runs):
             t = time.perf_counter()
@@ -273,8 +318,10 @@ async def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer runs")
     args = parser.parse_args()
     n = 500 if args.quick else 3000
-    lines = [f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {os.cpu_count()} cores; "
-             "`.venv/bin/python benchmarks/bench_engine.py`"]
+    lines = [
+        f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {os.cpu_count()} cores; "
+        "`.venv/bin/python benchmarks/bench_engine.py`"
+    ]
     with tempfile.TemporaryDirectory() as tmp:
         lines += await overhead(n)
         lines += await parallelism()

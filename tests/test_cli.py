@@ -28,20 +28,38 @@ def run(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
         if args[0] != "ask":
             r = runner.invoke(main, list(args))
             return Ran(r.exit_code, r.output)
-        p = subprocess.run([sys.executable, "-m", "concerto.cli", *args], capture_output=True, text=True,
-                           timeout=120)
+        p = subprocess.run([sys.executable, "-m", "concerto.cli", *args], capture_output=True, text=True, timeout=120)
         return Ran(p.returncode, p.stdout, p.stderr)
 
     return invoke
 
 
 def test_ask_json_prints_the_output_contract(run) -> None:  # type: ignore[no-untyped-def]
-    r = run("ask", "echo: hello", "--json", "--now", "2025-06-15T12:00:00Z", "--format", "brief",
-            "--expertise", "executive", "--brand", "Kisqali")
+    r = run(
+        "ask",
+        "echo: hello",
+        "--json",
+        "--now",
+        "2025-06-15T12:00:00Z",
+        "--format",
+        "brief",
+        "--expertise",
+        "executive",
+        "--brand",
+        "Kisqali",
+    )
     assert r.exit_code == 0, r.output
     body = json.loads(r.output)
-    for key in ("response", "response_type", "agents_invoked", "agent_results", "total_latency_ms", "breakdown",
-                "follow_up_questions", "intent_classification"):
+    for key in (
+        "response",
+        "response_type",
+        "agents_invoked",
+        "agent_results",
+        "total_latency_ms",
+        "breakdown",
+        "follow_up_questions",
+        "intent_classification",
+    ):
         assert key in body
     assert body["agent_results"][0]["output"]["timestamp"].startswith("2025-06-15T12:00:00")
 

@@ -79,14 +79,33 @@ def main() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the output contract as one JSON object.")
 @click.option("--now", help="Fix the clock every agent sees (ISO 8601), e.g. 2025-06-15T12:00:00Z.")
 @click.option("--brand", help="Brand context passed to the agents (e.g. Kisqali).")
-@click.option("--format", "output_format", type=click.Choice(["narrative", "structured", "brief"]),
-              default="narrative", show_default=True, help="Shape of the answer.")
-@click.option("--expertise", type=click.Choice(["executive", "analyst", "data_scientist"]),
-              default="analyst", show_default=True, help="Who the answer is written for.")
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["narrative", "structured", "brief"]),
+    default="narrative",
+    show_default=True,
+    help="Shape of the answer.",
+)
+@click.option(
+    "--expertise",
+    type=click.Choice(["executive", "analyst", "data_scientist"]),
+    default="analyst",
+    show_default=True,
+    help="Who the answer is written for.",
+)
 @click.option("--max-latency-ms", type=click.IntRange(min=1), help="Overall deadline; partial results after it.")
 @click.option("--trace", is_flag=True, help="Show every step (events) live on stderr.")
-def ask(question: str, as_json: bool, now: str | None, brand: str | None, output_format: str,
-        expertise: str, max_latency_ms: int | None, trace: bool) -> None:
+def ask(
+    question: str,
+    as_json: bool,
+    now: str | None,
+    brand: str | None,
+    output_format: str,
+    expertise: str,
+    max_latency_ms: int | None,
+    trace: bool,
+) -> None:
     """Ask a question and print the answer (exit code 1 if the query failed).
 
     \b
@@ -96,8 +115,13 @@ def ask(question: str, as_json: bool, now: str | None, brand: str | None, output
       concerto ask "home-loan attrition rate last month" --format brief --trace
     """
     fixed_now = _parse_now(now)
-    payload: dict[str, Any] = {"query": question, "brand": brand, "output_format": output_format,
-                               "user_expertise": expertise, "max_latency_ms": max_latency_ms}
+    payload: dict[str, Any] = {
+        "query": question,
+        "brand": brand,
+        "output_format": output_format,
+        "user_expertise": expertise,
+        "max_latency_ms": max_latency_ms,
+    }
     result = asyncio.run(_ask(payload, fixed_now, trace))
     from concerto.contracts.orchestrator import OrchestratorOutput
 
@@ -117,10 +141,11 @@ async def _ask(payload: dict[str, Any], now: datetime | None, trace: bool) -> An
         if not trace:
             return await orchestrator.ask(payload, now=now)
         from concerto.cli_render import render_event
+        from concerto.contracts.events import Event
 
         result = None
         async for item in orchestrator.stream(payload, now=now):
-            if hasattr(item, "seq"):
+            if isinstance(item, Event):
                 render_event(item)
             else:
                 result = item

@@ -14,8 +14,14 @@ from concerto.contracts.orchestrator import OrchestratorErrorResponse, Orchestra
 
 _out = Console()
 _err = Console(stderr=True)
-_STYLE = {EventType.ERROR: "red", EventType.RESULT: "green", EventType.ACTION: "cyan",
-          EventType.THINKING: "yellow", EventType.STATE: "magenta", EventType.RECEIVED: "blue"}
+_STYLE = {
+    EventType.ERROR: "red",
+    EventType.RESULT: "green",
+    EventType.ACTION: "cyan",
+    EventType.THINKING: "yellow",
+    EventType.STATE: "magenta",
+    EventType.RECEIVED: "blue",
+}
 
 
 def render_result(result: OrchestratorOutput | OrchestratorErrorResponse) -> None:
@@ -28,14 +34,17 @@ def render_result(result: OrchestratorOutput | OrchestratorErrorResponse) -> Non
                 _out.print(f"  • {q}")
         return
     _out.print(Panel(result.response, title="Answer", border_style="green"))
-    table = Table(title=f"{result.total_latency_ms:.0f} ms · intent {result.intent_classification.primary_intent} "
-                  f"({result.intent_classification.classification_method})")
+    table = Table(
+        title=f"{result.total_latency_ms:.0f} ms · intent {result.intent_classification.primary_intent} "
+        f"({result.intent_classification.classification_method})"
+    )
     for col in ("agent", "status", "ms", "summary / error"):
         table.add_column(col)
     for r in result.agent_results:
         text = r.summary or "; ".join(e.message for e in r.errors) or ""
-        table.add_row(r.agent + (" (fallback)" if r.used_fallback else ""), r.status.value,
-                      f"{r.total_latency_ms:.1f}", text)
+        table.add_row(
+            r.agent + (" (fallback)" if r.used_fallback else ""), r.status.value, f"{r.total_latency_ms:.1f}", text
+        )
     _out.print(table)
     for note in result.notes:
         _out.print(f"[yellow]note:[/yellow] {note}")
@@ -56,5 +65,8 @@ def render_event(event: Event, console: Any = None) -> None:
     """One line per event on stderr, so stdout stays the answer."""
     style = _STYLE.get(event.type, "white")
     state = f" [{event.state.value}]" if event.state else ""
-    (console or _err).print(f"[dim]{event.seq:>3}[/dim] [{style}]{event.type.value:<8}[/{style}]"
-                            f"{state} [bold]{event.source}[/bold] {event.title}", highlight=False)
+    (console or _err).print(
+        f"[dim]{event.seq:>3}[/dim] [{style}]{event.type.value:<8}[/{style}]"
+        f"{state} [bold]{event.source}[/bold] {event.title}",
+        highlight=False,
+    )

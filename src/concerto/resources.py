@@ -29,7 +29,7 @@ class Resources:
         """Return the object stored under `key`, creating it with `factory` the first time."""
         if key not in self._items:
             self._items[key] = factory()
-        return self._items[key]  # type: ignore[no-any-return]
+        return self._items[key]
 
     def put(self, key: str, value: Any) -> None:
         """Store (or replace) an object, e.g. a test double for the embedder."""

@@ -47,8 +47,13 @@ class ScriptedLLM:
         if isinstance(item, BaseException):
             raise item
         text = item(messages) if callable(item) else item
-        return LLMResponse(text=text, model=self.model, prompt_tokens=sum(len(m.content) // 4 for m in messages),
-                           completion_tokens=len(text) // 4, finish_reason="stop")
+        return LLMResponse(
+            text=text,
+            model=self.model,
+            prompt_tokens=sum(len(m.content) // 4 for m in messages),
+            completion_tokens=len(text) // 4,
+            finish_reason="stop",
+        )
 
 
 def fake_agent(

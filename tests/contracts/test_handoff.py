@@ -82,8 +82,10 @@ orchestrator_synthesis:
 """
 
 
-@pytest.mark.parametrize(("cls", "text"), [(OrchestratorToAgent, REQUEST), (AgentToOrchestrator, RESPONSE),
-                                           (OrchestratorSynthesis, SYNTHESIS)])
+@pytest.mark.parametrize(
+    ("cls", "text"),
+    [(OrchestratorToAgent, REQUEST), (AgentToOrchestrator, RESPONSE), (OrchestratorSynthesis, SYNTHESIS)],
+)
 def test_spec_examples_round_trip(cls, text: str) -> None:  # type: ignore[no-untyped-def]
     doc = cls.from_yaml(text)
     dumped = doc.to_yaml()
@@ -92,16 +94,25 @@ def test_spec_examples_round_trip(cls, text: str) -> None:  # type: ignore[no-un
     assert cls.from_yaml(dumped) == doc
 
 
-@pytest.mark.parametrize(("text", "reason"), [
-    ("orchestrator_to_agent: [unclosed", "not valid YAML"),
-    ("just a string", "top-level key"),
-    ("agent_to_orchestrator: {}", "expected a mapping with the top-level key 'orchestrator_to_agent'"),
-    ("orchestrator_to_agent: {target_agent: x, payload: {}}", "metadata: Field required"),
-    ("orchestrator_to_agent: {target_agent: x, payload: {}, priority: 99, metadata: {execution_id: a, start_time: b}}",
-     "priority"),
-    ("orchestrator_to_agent: {target_agent: x, payload: {}, handoff_type: response, "
-     "metadata: {execution_id: a, start_time: b}}", "handoff_type"),
-])
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("orchestrator_to_agent: [unclosed", "not valid YAML"),
+        ("just a string", "top-level key"),
+        ("agent_to_orchestrator: {}", "expected a mapping with the top-level key 'orchestrator_to_agent'"),
+        ("orchestrator_to_agent: {target_agent: x, payload: {}}", "metadata: Field required"),
+        (
+            "orchestrator_to_agent: {target_agent: x, payload: {}, priority: 99, "
+            "metadata: {execution_id: a, start_time: b}}",
+            "priority",
+        ),
+        (
+            "orchestrator_to_agent: {target_agent: x, payload: {}, handoff_type: response, "
+            "metadata: {execution_id: a, start_time: b}}",
+            "handoff_type",
+        ),
+    ],
+)
 def test_malformed_documents_get_a_readable_error(text: str, reason: str) -> None:
     with pytest.raises(HandoffError, match=reason):
         OrchestratorToAgent.from_yaml(text)

@@ -13,15 +13,16 @@ from concerto.contracts.orchestrator import OrchestratorErrorResponse, Orchestra
 from concerto.llm.base import LLMError
 from concerto.testing import ScriptedLLM, fake_agent
 
-WEATHER = dict(description="Current temperature and weather conditions in a US city",
-               examples=["what's the temperature in Denver?"])
+WEATHER = dict(
+    description="Current temperature and weather conditions in a US city",
+    examples=["what's the temperature in Denver?"],
+)
 CLOCK = dict(description="Current local date and time in a US city", examples=["what time is it in Chicago?"])
 
 
 def agents(weather_delay: float = 0.0, weather_fail: BaseException | None = None):  # type: ignore[no-untyped-def]
     return (
-        fake_agent("weather", summary="It is 61°F in Seattle.", delay_s=weather_delay, fail=weather_fail,
-                   **WEATHER),  # type: ignore[arg-type]
+        fake_agent("weather", summary="It is 61°F in Seattle.", delay_s=weather_delay, fail=weather_fail, **WEATHER),  # type: ignore[arg-type]
         fake_agent("clock", summary="It is 9:00 in Seattle.", **CLOCK),  # type: ignore[arg-type]
     )
 
@@ -51,8 +52,15 @@ async def test_states_and_steps_are_emitted_in_order(make_orchestrator) -> None:
     events = [i for i in items if isinstance(i, Event)]
     assert isinstance(items[-1], OrchestratorOutput)
     states = [e.state for e in events if e.type is EventType.STATE]
-    assert states == [QueryState.RECEIVED, QueryState.ANALYZING, QueryState.PLANNED, QueryState.DISPATCHING,
-                      QueryState.PROCESSING, QueryState.AGGREGATING, QueryState.COMPLETED]
+    assert states == [
+        QueryState.RECEIVED,
+        QueryState.ANALYZING,
+        QueryState.PLANNED,
+        QueryState.DISPATCHING,
+        QueryState.PROCESSING,
+        QueryState.AGGREGATING,
+        QueryState.COMPLETED,
+    ]
     assert [e.seq for e in events] == sorted(e.seq for e in events)
     assert {EventType.RECEIVED, EventType.THINKING, EventType.ACTION, EventType.RESULT} <= {e.type for e in events}
 
@@ -73,8 +81,11 @@ async def test_no_agent_fits_says_so_and_suggests(make_orchestrator) -> None:  #
 
 
 async def test_one_failing_agent_leaves_the_other(make_orchestrator) -> None:  # type: ignore[no-untyped-def]
-    orch = make_orchestrator(*agents(weather_fail=AgentFailure("provider unreachable", error_type="unavailable",
-                                                               suggestion="Try again later.")))
+    orch = make_orchestrator(
+        *agents(
+            weather_fail=AgentFailure("provider unreachable", error_type="unavailable", suggestion="Try again later.")
+        )
+    )
     out = await orch.ask("what's the weather and the time in Seattle?")
     assert isinstance(out, OrchestratorOutput)
     assert "9:00" in out.response and "provider unreachable" in out.response
@@ -95,7 +106,8 @@ async def test_deadline_expires_mid_run(make_orchestrator) -> None:  # type: ign
     statuses = {r.agent: r.status.value for r in out.agent_results}
     assert statuses == {"weather": "cancelled", "clock": "completed"}
     only_slow = await make_orchestrator(*agents(weather_delay=5)).ask(
-        {"query": "what's the temperature in Denver?", "max_latency_ms": 200})
+        {"query": "what's the temperature in Denver?", "max_latency_ms": 200}
+    )
     assert isinstance(only_slow, OrchestratorErrorResponse) and only_slow.error_category == "timeout"
     assert only_slow.retry_recommended
 
@@ -111,11 +123,19 @@ async def test_llm_synthesis_and_its_fallback(make_orchestrator) -> None:  # typ
     assert any("LLM synthesis failed" in n for n in out.notes)
 
 
-@pytest.mark.parametrize(("fmt", "who"), [("brief", "executive"), ("structured", "analyst"),
-                                          ("structured", "data_scientist"), ("narrative", "data_scientist")])
+@pytest.mark.parametrize(
+    ("fmt", "who"),
+    [
+        ("brief", "executive"),
+        ("structured", "analyst"),
+        ("structured", "data_scientist"),
+        ("narrative", "data_scientist"),
+    ],
+)
 async def test_output_formats(make_orchestrator, fmt: str, who: str) -> None:  # type: ignore[no-untyped-def]
     out = await make_orchestrator(*agents()).ask(
-        {"query": "what's the weather and the time in Seattle?", "output_format": fmt, "user_expertise": who})
+        {"query": "what's the weather and the time in Seattle?", "output_format": fmt, "user_expertise": who}
+    )
     assert isinstance(out, OrchestratorOutput) and "61°F" in out.response
     if fmt == "structured":
         assert out.response.count("\n") >= 1 and "✓" in out.response

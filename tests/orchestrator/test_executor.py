@@ -58,8 +58,15 @@ def run(plan: OrchestrationPlan, registry: AgentRegistry, **kw):  # type: ignore
     instances = {n: registry.get(n)(settings, resources) for n in registry.names()}
 
     def make_context(task, agent, deps):  # type: ignore[no-untyped-def]
-        return AgentContext(query=OrchestratorInput(query="q"), now=datetime.now(UTC), settings=settings,
-                            resources=resources, task_id=task.task_id, agent=agent, previous_results=deps)
+        return AgentContext(
+            query=OrchestratorInput(query="q"),
+            now=datetime.now(UTC),
+            settings=settings,
+            resources=resources,
+            task_id=task.task_id,
+            agent=agent,
+            previous_results=deps,
+        )
 
     events = EventStream("q")
     executor = Executor(instances.__getitem__, kw.pop("cap", 8))
@@ -73,10 +80,18 @@ def task(tid: str, agent: str, deps: tuple[str, ...] = (), **kw) -> AgentTask:  
 def test_no_supersteps_join_starts_when_its_own_dependencies_finish() -> None:
     # A→B (5u) and A→C (2u)→D (2u), then B,D→E: E starts after 5u, not 7u.
     c = Clocked()
-    reg = AgentRegistry([c.agent("a", 0), c.agent("b", 5 * UNIT), c.agent("c", 2 * UNIT),
-                         c.agent("d", 2 * UNIT), c.agent("e", 0)])
-    plan = OrchestrationPlan(tasks=[task("A", "a"), task("B", "b", ("A",)), task("C", "c", ("A",)),
-                                    task("D", "d", ("C",)), task("E", "e", ("B", "D"))])
+    reg = AgentRegistry(
+        [c.agent("a", 0), c.agent("b", 5 * UNIT), c.agent("c", 2 * UNIT), c.agent("d", 2 * UNIT), c.agent("e", 0)]
+    )
+    plan = OrchestrationPlan(
+        tasks=[
+            task("A", "a"),
+            task("B", "b", ("A",)),
+            task("C", "c", ("A",)),
+            task("D", "d", ("C",)),
+            task("E", "e", ("B", "D")),
+        ]
+    )
     results, _ = run(plan, reg)
     assert all(r.status is ExecutionStatus.COMPLETED for r in results)
     assert c.starts["e"] >= c.ends["b"] and c.starts["e"] >= c.ends["d"]
@@ -87,7 +102,7 @@ def test_no_supersteps_join_starts_when_its_own_dependencies_finish() -> None:
 def test_independent_tasks_overlap() -> None:
     c = Clocked()
     reg = AgentRegistry([c.agent(n, 2 * UNIT) for n in "xyz"])
-    results, _ = run(OrchestrationPlan(tasks=[task(n.upper(), n) for n in "xyz"]), reg)
+    run(OrchestrationPlan(tasks=[task(n.upper(), n) for n in "xyz"]), reg)
     assert c.peak == 3
     assert max(c.ends.values()) < 2 * 2 * UNIT
 
@@ -95,8 +110,14 @@ def test_independent_tasks_overlap() -> None:
 def test_concurrency_cap_admits_by_priority() -> None:
     c = Clocked()
     reg = AgentRegistry([c.agent(n, UNIT) for n in "pqrs"])
-    plan = OrchestrationPlan(tasks=[task("P", "p", priority=9), task("Q", "q", priority=9),
-                                    task("R", "r", priority=5), task("S", "s", priority=1)])
+    plan = OrchestrationPlan(
+        tasks=[
+            task("P", "p", priority=9),
+            task("Q", "q", priority=9),
+            task("R", "r", priority=5),
+            task("S", "s", priority=1),
+        ]
+    )
     run(plan, reg, cap=2)
     assert c.peak == 2
     # p and q took the two slots first; of the waiting ones, s (priority 1) goes before r (5)
@@ -149,8 +170,7 @@ def test_dependents_of_a_failed_task_are_skipped() -> None:
     reg = AgentRegistry([c.agent("a", 0, fail=RuntimeError("x")), c.agent("b", 0), c.agent("c", 0)])
     plan = OrchestrationPlan(tasks=[task("A", "a"), task("B", "b", ("A",)), task("C", "c")])
     results, _ = run(plan, reg)
-    assert [r.status for r in results] == [ExecutionStatus.FAILED, ExecutionStatus.SKIPPED,
-                                          ExecutionStatus.COMPLETED]
+    assert [r.status for r in results] == [ExecutionStatus.FAILED, ExecutionStatus.SKIPPED, ExecutionStatus.COMPLETED]
     assert "depends on a" in results[1].errors[0].message
 
 
@@ -167,8 +187,12 @@ def test_deadline_cancels_and_returns_partial_results() -> None:
 def test_previous_results_reach_dependents() -> None:
     seen: dict[str, object] = {}
     first = fake_agent("first", output={"value": 42}, summary="forty-two")
-    second = fake_agent("second", on_run=lambda ctx, payload: seen.update(
-        ctx=[r.agent for r in ctx.previous_results], payload=payload["previous_results"]))
+    second = fake_agent(
+        "second",
+        on_run=lambda ctx, payload: seen.update(
+            ctx=[r.agent for r in ctx.previous_results], payload=payload["previous_results"]
+        ),
+    )
     plan = OrchestrationPlan(tasks=[task("F", "first"), task("S", "second", ("F",))])
     results, _ = run(plan, AgentRegistry([first, second]))
     assert seen["ctx"] == ["first"]

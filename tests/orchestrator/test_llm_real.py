@@ -15,12 +15,11 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _services.llama import LlamaServer, running_llama_server
-
 from concerto.contracts.orchestrator import OrchestratorErrorResponse, OrchestratorOutput
 from concerto.llm.base import Usage
 from concerto.llm.openai_compat import llm_from_settings
-from concerto.orchestrator.router import RouteDecision
 from concerto.orchestrator.planner import Planner
+from concerto.orchestrator.router import RouteDecision
 from concerto.settings import Settings
 from concerto.testing import fake_agent
 
@@ -34,19 +33,36 @@ def llama() -> Iterator[LlamaServer]:
 
 
 def settings_for(server: LlamaServer, tmp_path: Path) -> Settings:
-    return Settings(data_dir=tmp_path, llm_base_url=server.base_url, llm_model=server.model, llm_timeout_s=120,
-                    llm_max_retries=1, store_events=False)
+    return Settings(
+        data_dir=tmp_path,
+        llm_base_url=server.base_url,
+        llm_model=server.model,
+        llm_timeout_s=120,
+        llm_max_retries=1,
+        store_events=False,
+    )
 
 
-async def test_llm_router_is_asked_and_its_answer_validated(llama: LlamaServer, make_orchestrator,  # type: ignore[no-untyped-def]
-                                                            tmp_path: Path) -> None:
+async def test_llm_router_is_asked_and_its_answer_validated(
+    llama: LlamaServer,
+    make_orchestrator,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+) -> None:
     settings = settings_for(llama, tmp_path)
     llm = llm_from_settings(settings)
     assert llm is not None
-    weather = fake_agent("weather", summary="It is 61°F.", description="Current temperature in a US city",
-                         examples=["what's the temperature in Denver?"])
-    clock = fake_agent("clock", summary="It is 9:00.", description="Current local time in a US city",
-                       examples=["what time is it in Chicago?"])
+    weather = fake_agent(
+        "weather",
+        summary="It is 61°F.",
+        description="Current temperature in a US city",
+        examples=["what's the temperature in Denver?"],
+    )
+    clock = fake_agent(
+        "clock",
+        summary="It is 9:00.",
+        description="Current local time in a US city",
+        examples=["what time is it in Chicago?"],
+    )
     orch = make_orchestrator(weather, clock, llm=llm, llm_timeout_s=120)
     try:
         usage = Usage()

@@ -12,12 +12,21 @@ from concerto.contracts.orchestrator import IntentClassification
 from concerto.contracts.plan import AgentTask, OrchestrationPlan
 from concerto.llm.base import LLMError
 from concerto.orchestrator.intents import IntentTableError, load_intent_file, load_intents
-from concerto.orchestrator.planner import Planner, PlanError, validate_plan
+from concerto.orchestrator.planner import PlanError, Planner, validate_plan
 from concerto.orchestrator.router import RouteDecision
 from concerto.testing import ScriptedLLM
 
-COMMERCIAL = ["causal_impact", "heterogeneous_optimizer", "gap_analyzer", "experiment_designer",
-              "prediction_synthesizer", "resource_optimizer", "health_score", "drift_monitor", "explainer"]
+COMMERCIAL = [
+    "causal_impact",
+    "heterogeneous_optimizer",
+    "gap_analyzer",
+    "experiment_designer",
+    "prediction_synthesizer",
+    "resource_optimizer",
+    "health_score",
+    "drift_monitor",
+    "explainer",
+]
 
 
 def infos(*names: str) -> dict[str, AgentInfo]:
@@ -25,8 +34,7 @@ def infos(*names: str) -> dict[str, AgentInfo]:
 
 
 def decision(*agents: str, intent: str | None = None) -> RouteDecision:
-    return RouteDecision(IntentClassification(primary_intent=intent or agents[0], confidence=0.9,
-                                              agents=list(agents)))
+    return RouteDecision(IntentClassification(primary_intent=intent or agents[0], confidence=0.9, agents=list(agents)))
 
 
 def test_validate_rejects_unknown_agent() -> None:
@@ -36,8 +44,12 @@ def test_validate_rejects_unknown_agent() -> None:
 
 
 def test_validate_rejects_cycle_and_names_it() -> None:
-    plan = OrchestrationPlan(tasks=[AgentTask(task_id="a", agent="echo", depends_on=["b"]),
-                                    AgentTask(task_id="b", agent="echo", depends_on=["a"])])
+    plan = OrchestrationPlan(
+        tasks=[
+            AgentTask(task_id="a", agent="echo", depends_on=["b"]),
+            AgentTask(task_id="b", agent="echo", depends_on=["a"]),
+        ]
+    )
     with pytest.raises(PlanError, match=r"cycle: a -> b -> a"):
         validate_plan(plan, {"echo"})
 
@@ -46,8 +58,10 @@ def test_validate_rejects_unknown_dependency_and_duplicates() -> None:
     with pytest.raises(PlanError, match="unknown task"):
         validate_plan(OrchestrationPlan(tasks=[AgentTask(task_id="a", agent="echo", depends_on=["z"])]), {"echo"})
     with pytest.raises(PlanError, match="duplicate"):
-        validate_plan(OrchestrationPlan(tasks=[AgentTask(task_id="a", agent="echo"),
-                                               AgentTask(task_id="a", agent="echo")]), {"echo"})
+        validate_plan(
+            OrchestrationPlan(tasks=[AgentTask(task_id="a", agent="echo"), AgentTask(task_id="a", agent="echo")]),
+            {"echo"},
+        )
 
 
 def test_timeouts_out_of_bounds_are_refused_by_the_contract() -> None:
@@ -59,9 +73,17 @@ def test_timeouts_out_of_bounds_are_refused_by_the_contract() -> None:
 
 def test_commercial_table_is_the_spec_table_with_group_semantics() -> None:
     table = load_intents(set(COMMERCIAL))
-    assert set(table) == {"causal_effect", "segment_optimization", "opportunity_analysis", "experiment_design",
-                          "prediction", "resource_allocation", "system_health", "explanation",
-                          "comprehensive_analysis"}
+    assert set(table) == {
+        "causal_effect",
+        "segment_optimization",
+        "opportunity_analysis",
+        "experiment_design",
+        "prediction",
+        "resource_allocation",
+        "system_health",
+        "explanation",
+        "comprehensive_analysis",
+    }
     comp = {t.agent: t for t in table["comprehensive_analysis"].to_tasks("q")}
     assert comp["explainer"].depends_on == [comp["causal_impact"].task_id, comp["gap_analyzer"].task_id]
     assert comp["causal_impact"].depends_on == [] and comp["gap_analyzer"].depends_on == []
@@ -86,8 +108,9 @@ def test_bad_intent_file(tmp_path: Path) -> None:
 
 async def test_table_plan_for_named_intent() -> None:
     planner = Planner(infos(*COMMERCIAL), load_intents(set(COMMERCIAL)))
-    plan, notes = await planner.plan("q", decision("causal_impact", "gap_analyzer", "explainer",
-                                                   intent="comprehensive_analysis"))
+    plan, notes = await planner.plan(
+        "q", decision("causal_impact", "gap_analyzer", "explainer", intent="comprehensive_analysis")
+    )
     assert plan.source == "table" and plan.strategy.value == "sequential" and not notes
     assert [t.agent for t in plan.tasks] == ["causal_impact", "gap_analyzer", "explainer"]
 
@@ -99,22 +122,41 @@ async def test_default_plan_is_parallel_with_agent_timeouts() -> None:
 
 
 async def test_llm_plan_is_used_when_valid() -> None:
-    reply = json.dumps({"strategy": "sequential", "reasoning": "b needs a",
-                        "tasks": [{"task_id": "1", "agent": "a", "request": "part a"},
-                                  {"task_id": "2", "agent": "b", "request": "part b", "depends_on": ["1"]}]})
+    reply = json.dumps(
+        {
+            "strategy": "sequential",
+            "reasoning": "b needs a",
+            "tasks": [
+                {"task_id": "1", "agent": "a", "request": "part a"},
+                {"task_id": "2", "agent": "b", "request": "part b", "depends_on": ["1"]},
+            ],
+        }
+    )
     planner = Planner(infos("a", "b"), {}, llm=ScriptedLLM([reply]))
     plan, notes = await planner.plan("q", decision("a", "b"))
     assert plan.source == "llm" and plan.reasoning == "b needs a" and not notes
     assert plan.tasks[1].depends_on == ["1"] and plan.tasks[1].request == "part b"
 
 
-@pytest.mark.parametrize("replies", [
-    ["not json", "still not json"],
-    [json.dumps({"reasoning": "x", "tasks": [{"task_id": "1", "agent": "ghost"}]})],
-    [json.dumps({"reasoning": "x", "tasks": [{"task_id": "1", "agent": "a", "depends_on": ["2"]},
-                                             {"task_id": "2", "agent": "b", "depends_on": ["1"]}]})],
-    [LLMError("timed out", kind="timeout")],
-])
+@pytest.mark.parametrize(
+    "replies",
+    [
+        ["not json", "still not json"],
+        [json.dumps({"reasoning": "x", "tasks": [{"task_id": "1", "agent": "ghost"}]})],
+        [
+            json.dumps(
+                {
+                    "reasoning": "x",
+                    "tasks": [
+                        {"task_id": "1", "agent": "a", "depends_on": ["2"]},
+                        {"task_id": "2", "agent": "b", "depends_on": ["1"]},
+                    ],
+                }
+            )
+        ],
+        [LLMError("timed out", kind="timeout")],
+    ],
+)
 async def test_llm_plan_falls_back_to_deterministic_and_says_so(replies: list[object]) -> None:
     planner = Planner(infos("a", "b"), {}, llm=ScriptedLLM(replies), llm_retries=1)  # type: ignore[arg-type]
     plan, notes = await planner.plan("q", decision("a", "b"))

@@ -13,8 +13,8 @@ from concerto.llm.base import LLMError
 from concerto.nlp.embeddings import LocalEmbedder
 from concerto.orchestrator.router import Router
 from concerto.orchestrator.semantic import SemanticIndex, clauses
-from concerto.settings import Settings
 from concerto.resources import Resources
+from concerto.settings import Settings
 from concerto.testing import ScriptedLLM
 
 
@@ -34,12 +34,22 @@ def declared(name: str, description: str, examples: list[str], structured_prefix
 
 
 AGENTS = [
-    declared("weather", "Current temperature and weather conditions in a US city",
-             ["what's the temperature in Denver?", "is it raining in Boston?"]),
-    declared("clock", "Current local date and time in a US city, with its timezone",
-             ["what time is it in Chicago?", "what's the date in Honolulu right now?"]),
-    declared("kpis", "Business KPIs such as attrition rate by department and month",
-             ["home-loan attrition rate last month"], structured_prefix="kpi-"),
+    declared(
+        "weather",
+        "Current temperature and weather conditions in a US city",
+        ["what's the temperature in Denver?", "is it raining in Boston?"],
+    ),
+    declared(
+        "clock",
+        "Current local date and time in a US city, with its timezone",
+        ["what time is it in Chicago?", "what's the date in Honolulu right now?"],
+    ),
+    declared(
+        "kpis",
+        "Business KPIs such as attrition rate by department and month",
+        ["home-loan attrition rate last month"],
+        structured_prefix="kpi-",
+    ),
 ]
 
 _EMBEDDER = LocalEmbedder()
@@ -60,11 +70,14 @@ async def test_structured_format_wins_with_method_pattern() -> None:
     assert d.structured["kpis"] == {"raw": "kpi-attrition-rate department-home-loan month-2025-05-01"}
 
 
-@pytest.mark.parametrize(("question", "agent"), [
-    ("how warm is it in Seattle today?", "weather"),
-    ("what's the local time in Phoenix", "clock"),
-    ("employee attrition for the mortgage team in March", "kpis"),
-])
+@pytest.mark.parametrize(
+    ("question", "agent"),
+    [
+        ("how warm is it in Seattle today?", "weather"),
+        ("what's the local time in Phoenix", "clock"),
+        ("employee attrition for the mortgage team in March", "kpis"),
+    ],
+)
 async def test_semantic_routes_by_meaning(question: str, agent: str) -> None:
     c = (await router().route(question)).classification
     assert c.classification_method == "semantic"

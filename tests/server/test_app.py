@@ -22,9 +22,12 @@ from concerto.testing import fake_agent
 
 @pytest.fixture
 def client(tmp_path: Path):  # type: ignore[no-untyped-def]
-    registry = AgentRegistry([load_registry("echo").get("echo"),
-                              fake_agent("hang", delay_s=30, description="Waits forever for nothing",
-                                         examples=["please hang forever"])])
+    registry = AgentRegistry(
+        [
+            load_registry("echo").get("echo"),
+            fake_agent("hang", delay_s=30, description="Waits forever for nothing", examples=["please hang forever"]),
+        ]
+    )
     orch = Orchestrator(Settings(data_dir=tmp_path), registry=registry)
     with TestClient(create_app(orchestrator=orch)) as c:
         yield c
@@ -38,11 +41,17 @@ def test_ask_returns_the_output_contract(client: TestClient) -> None:
     assert body["agent_results"][0]["output"]["echo_text"] == "hello"
 
 
-@pytest.mark.parametrize(("payload", "status"), [
-    ({"query": ""}, 422), ({"query": "x" * 600}, 422), ({}, 422), ({"query": 12}, 422),
-    ({"query": "echo: hi", "output_format": "poem"}, 422),
-    ({"query": "compose a sonnet about cheese"}, 422),
-])
+@pytest.mark.parametrize(
+    ("payload", "status"),
+    [
+        ({"query": ""}, 422),
+        ({"query": "x" * 600}, 422),
+        ({}, 422),
+        ({"query": 12}, 422),
+        ({"query": "echo: hi", "output_format": "poem"}, 422),
+        ({"query": "compose a sonnet about cheese"}, 422),
+    ],
+)
 def test_bad_requests_get_the_error_contract(client: TestClient, payload: dict, status: int) -> None:  # type: ignore[type-arg]
     r = client.post("/v1/ask", json=payload)
     assert r.status_code == status
@@ -88,8 +97,12 @@ def _free_port() -> int:
 def test_real_socket_with_concerto_serve(tmp_path: Path) -> None:
     port = _free_port()
     env = {"CONCERTO_DATA_DIR": str(tmp_path), "CONCERTO_AGENTS": "echo", "PATH": "/usr/bin:/bin"}
-    proc = subprocess.Popen([sys.executable, "-m", "concerto.cli", "serve", "--port", str(port)], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "concerto.cli", "serve", "--port", str(port)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -102,8 +115,7 @@ def test_real_socket_with_concerto_serve(tmp_path: Path) -> None:
                 time.sleep(0.2)
         r = httpx.post(f"http://127.0.0.1:{port}/v1/ask", json={"query": "echo: over the wire"}, timeout=10)
         assert r.status_code == 200 and r.json()["agent_results"][0]["output"]["echo_text"] == "over the wire"
-        with httpx.stream("GET", f"http://127.0.0.1:{port}/v1/ask/stream", params={"q": "echo: sse"},
-                          timeout=10) as s:
+        with httpx.stream("GET", f"http://127.0.0.1:{port}/v1/ask/stream", params={"q": "echo: sse"}, timeout=10) as s:
             text = "".join(s.iter_text())
         assert "event: result" in text
     finally:

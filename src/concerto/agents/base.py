@@ -52,7 +52,7 @@ class AgentResult(BaseModel):
     follow_up_questions: list[str] = Field(default_factory=list)
 
 
-class AgentFailure(Exception):  # noqa: N818 - it is the agent's answer, not a programming error
+class AgentFailure(Exception):
     """Raised by an agent to report a failure a user can act on.
 
     `error_type` is the pack's vocabulary (e.g. `invalid_format`, `metric_not_found`);
@@ -95,9 +95,7 @@ class AgentContext:
     previous_results: list[AgentDispatchResponse] = field(default_factory=list)
     _emit: Emit | None = None
 
-    async def emit(
-        self, type: EventType, title: str, details: dict[str, Any] | None = None, step: int = 1
-    ) -> None:
+    async def emit(self, type: EventType, title: str, details: dict[str, Any] | None = None, step: int = 1) -> None:
         """Make a step of this agent visible in the event stream."""
         if self._emit is not None:
             await self._emit(type, title, details or {}, step, self.agent, self.task_id)

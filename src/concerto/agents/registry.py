@@ -38,9 +38,7 @@ class AgentRegistry:
             raise RegistryError(f"{cls.__qualname__} has no `info: AgentInfo`")
         existing = self._agents.get(info.name)
         if existing is not None and existing is not cls:
-            raise RegistryError(
-                f"agent name '{info.name}' is taken by {existing.__module__}.{existing.__qualname__}"
-            )
+            raise RegistryError(f"agent name '{info.name}' is taken by {existing.__module__}.{existing.__qualname__}")
         self._agents[info.name] = cls
         return cls
 
@@ -57,18 +55,14 @@ class AgentRegistry:
         try:
             return self._agents[name]
         except KeyError:
-            raise RegistryError(
-                f"unknown agent '{name}'; known agents: {', '.join(sorted(self._agents))}"
-            ) from None
+            raise RegistryError(f"unknown agent '{name}'; known agents: {', '.join(sorted(self._agents))}") from None
 
     def infos(self) -> list[AgentInfo]:
         return [cls.info for cls in self._agents.values()]
 
     def subset(self, allowed: set[str]) -> AgentRegistry:
         """Agents whose name or pack is in `allowed`."""
-        return AgentRegistry(
-            cls for cls in self._agents.values() if {cls.info.name, cls.info.pack} & allowed
-        )
+        return AgentRegistry(cls for cls in self._agents.values() if {cls.info.name, cls.info.pack} & allowed)
 
 
 _default = AgentRegistry()

@@ -42,9 +42,7 @@ class HandoffDocument(BaseModel):
         try:
             return cls.model_validate(data[cls.root_key])
         except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
-            )
+            problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
             raise HandoffError(f"invalid {cls.root_key}: {problems}") from None
 
 

@@ -57,9 +57,7 @@ class IntentClassification(BaseModel):
     entities_extracted: dict[str, Any] = {}
     classification_method: ClassificationMethod = "pattern"
     classification_latency_ms: float = Field(0, ge=0)
-    agents: list[AgentName] = Field(
-        default_factory=list, description="Agents the classification selected, in order"
-    )
+    agents: list[AgentName] = Field(default_factory=list, description="Agents the classification selected, in order")
     reasoning: str | None = None
 
 

@@ -101,7 +101,7 @@ class MiniLM:
         for i in range(_LAYERS):
             p = f"encoder.layer.{i}."
 
-            def heads(name: str, p: str = p) -> np.ndarray:
+            def heads(name: str, x: np.ndarray = x, p: str = p) -> np.ndarray:
                 y = x @ w[p + name + ".weight"] + w[p + name + ".bias"]
                 return y.reshape(batch, length, _HEADS, head_dim).transpose(0, 2, 1, 3)
 
@@ -111,7 +111,9 @@ class MiniLM:
             probs = scores / scores.sum(-1, keepdims=True)
             ctx = (probs @ v).transpose(0, 2, 1, 3).reshape(batch, length, -1)
             attn = ctx @ w[p + "attention.output.dense.weight"] + w[p + "attention.output.dense.bias"]
-            x = _layer_norm(x + attn, w[p + "attention.output.LayerNorm.weight"], w[p + "attention.output.LayerNorm.bias"])
+            x = _layer_norm(
+                x + attn, w[p + "attention.output.LayerNorm.weight"], w[p + "attention.output.LayerNorm.bias"]
+            )
             inter = _gelu(x @ w[p + "intermediate.dense.weight"] + w[p + "intermediate.dense.bias"])
             out = inter @ w[p + "output.dense.weight"] + w[p + "output.dense.bias"]
             x = _layer_norm(x + out, w[p + "output.LayerNorm.weight"], w[p + "output.LayerNorm.bias"])

@@ -32,7 +32,7 @@ from concerto.llm.base import LLMClient, Usage
 from concerto.orchestrator.events import EventLog, EventStream, elapsed_ms
 from concerto.orchestrator.executor import Executor
 from concerto.orchestrator.intents import load_intents
-from concerto.orchestrator.planner import Planner, PlanError
+from concerto.orchestrator.planner import PlanError, Planner
 from concerto.orchestrator.router import Router
 from concerto.orchestrator.semantic import SemanticIndex
 from concerto.orchestrator.synthesizer import Synthesizer
@@ -103,8 +103,14 @@ class Orchestrator:
             self._intents = load_intents(set(agents), self.settings.intents_file)
             targets = Router.targets(self.registry.infos(), self._intents)
             index = SemanticIndex(targets, self.resources.embedder, self.settings.data_dir / "cache")
-            self._router = Router(agents, self._intents, index, threshold=self.settings.semantic_threshold,
-                                  llm=self.llm, llm_retries=self.settings.llm_max_retries)
+            self._router = Router(
+                agents,
+                self._intents,
+                index,
+                threshold=self.settings.semantic_threshold,
+                llm=self.llm,
+                llm_retries=self.settings.llm_max_retries,
+            )
         return self._router
 
     async def aclose(self) -> None:
@@ -145,9 +151,12 @@ class Orchestrator:
             if events:
                 events.state(QueryState.FAILED, "Invalid question")
                 events.close()
-            return OrchestratorErrorResponse(query_id=qid, error_message=_validation_message(exc),
-                                             error_category="invalid_input",
-                                             alternative_queries=self._examples())
+            return OrchestratorErrorResponse(
+                query_id=qid,
+                error_message=_validation_message(exc),
+                error_category="invalid_input",
+                alternative_queries=self._examples(),
+            )
         events = events or EventStream(request.query_id, self.settings.max_events)
         events.query_id = request.query_id
         try:
@@ -155,8 +164,9 @@ class Orchestrator:
         except Exception as exc:  # the last net: a bug becomes a structured error, not a trace
             log.exception("query %s failed", request.query_id)
             events.emit(EventType.ERROR, "Internal error", step=99, details={"error": type(exc).__name__})
-            result = self._error(request, start, f"Internal error: {type(exc).__name__}: {exc}",
-                                 "synthesis_failed", events)
+            result = self._error(
+                request, start, f"Internal error: {type(exc).__name__}: {exc}", "synthesis_failed", events
+            )
         events.close()
         if self.settings.store_events:
             try:
@@ -186,8 +196,7 @@ class Orchestrator:
             pending_event = asyncio.ensure_future(anext(subscription, None))
         yield await task
 
-    async def _answer(self, request: OrchestratorInput, now: datetime, events: EventStream,
-                      start: float) -> Result:
+    async def _answer(self, request: OrchestratorInput, now: datetime, events: EventStream, start: float) -> Result:
         usage = Usage()
         breakdown: dict[str, Any] = {}
         events.state(QueryState.RECEIVED, "Received question", chars=len(request.query))
@@ -198,40 +207,69 @@ class Orchestrator:
         decision = await self.router.route(request.query, usage)
         breakdown["routing_ms"] = elapsed_ms(t)
         cls = decision.classification
-        events.emit(EventType.THINKING, f"Intent: {cls.primary_intent} ({cls.classification_method}, "
-                    f"{cls.confidence:.2f})", step=2,
-                    details={"agents": cls.agents, "method": cls.classification_method, "notes": decision.notes})
+        events.emit(
+            EventType.THINKING,
+            f"Intent: {cls.primary_intent} ({cls.classification_method}, {cls.confidence:.2f})",
+            step=2,
+            details={"agents": cls.agents, "method": cls.classification_method, "notes": decision.notes},
+        )
         notes = list(decision.notes)
         if not cls.agents:
-            return self._error(request, start, self._no_match_message(), "classification_failed", events,
-                               classification=cls, breakdown=breakdown)
+            return self._error(
+                request,
+                start,
+                self._no_match_message(),
+                "classification_failed",
+                events,
+                classification=cls,
+                breakdown=breakdown,
+            )
 
         t = time.perf_counter()
-        planner = Planner({n: self.registry.get(n).info for n in self.registry.names()}, self.router.intents,
-                          llm=self.llm, llm_retries=self.settings.llm_max_retries)
+        planner = Planner(
+            {n: self.registry.get(n).info for n in self.registry.names()},
+            self.router.intents,
+            llm=self.llm,
+            llm_retries=self.settings.llm_max_retries,
+        )
         try:
             plan, plan_notes = await planner.plan(request.query, decision, request.query_id, usage)
         except PlanError as exc:
-            return self._error(request, start, f"Could not plan the question: {exc}", "routing_failed",
-                               events, classification=cls, breakdown=breakdown)
+            return self._error(
+                request,
+                start,
+                f"Could not plan the question: {exc}",
+                "routing_failed",
+                events,
+                classification=cls,
+                breakdown=breakdown,
+            )
         notes += plan_notes
         breakdown["planning_ms"] = elapsed_ms(t)
-        events.state(QueryState.PLANNED, f"Planned {len(plan.tasks)} task(s), {plan.strategy.value}",
-                     reasoning=plan.reasoning, source=plan.source,
-                     tasks=[{"task_id": x.task_id, "agent": x.agent, "depends_on": x.depends_on}
-                            for x in plan.tasks])
+        events.state(
+            QueryState.PLANNED,
+            f"Planned {len(plan.tasks)} task(s), {plan.strategy.value}",
+            reasoning=plan.reasoning,
+            source=plan.source,
+            tasks=[{"task_id": x.task_id, "agent": x.agent, "depends_on": x.depends_on} for x in plan.tasks],
+        )
 
         events.state(QueryState.DISPATCHING, "Dispatching agents")
         t = time.perf_counter()
-        prepared = {task.task_id: decision.structured[task.agent] for task in plan.tasks
-                    if task.agent in decision.structured}
+        prepared = {
+            task.task_id: decision.structured[task.agent] for task in plan.tasks if task.agent in decision.structured
+        }
         deadline = None
         if request.max_latency_ms:
             deadline = max(request.max_latency_ms - (time.perf_counter() - start) * 1000, 1.0)
         events.state(QueryState.PROCESSING, "Agents working")
         results = await self.executor.execute(
-            plan, self._context_factory(request, now, events), events,
-            deadline_ms=deadline, max_concurrency=plan.max_concurrency, prepared=prepared,
+            plan,
+            self._context_factory(request, now, events),
+            events,
+            deadline_ms=deadline,
+            max_concurrency=plan.max_concurrency,
+            prepared=prepared,
         )
         breakdown["execution_ms"] = elapsed_ms(t)
         breakdown["agents_ms"] = {r.task_id: round(r.total_latency_ms, 3) for r in results}
@@ -243,11 +281,21 @@ class Orchestrator:
             timed_out = any(r.status is ExecutionStatus.CANCELLED for r in results)
             category: ErrorCategory = "timeout" if timed_out else "all_agents_failed"
             message = " ".join(Synthesizer({}).template(request, results).response.split())
-            return self._error(request, start, message, category, events, classification=cls,
-                               partial=results, breakdown=breakdown, retry=timed_out)
+            return self._error(
+                request,
+                start,
+                message,
+                category,
+                events,
+                classification=cls,
+                partial=results,
+                breakdown=breakdown,
+                retry=timed_out,
+            )
         t = time.perf_counter()
-        synthesis = await Synthesizer({n: self.registry.get(n).info for n in self.registry.names()},
-                                      self.llm).synthesize(request, results, usage)
+        synthesis = await Synthesizer(
+            {n: self.registry.get(n).info for n in self.registry.names()}, self.llm
+        ).synthesize(request, results, usage)
         breakdown["synthesis_ms"] = elapsed_ms(t)
         notes += synthesis.notes
         if usage.calls or usage.failures:
@@ -257,7 +305,7 @@ class Orchestrator:
         return OrchestratorOutput(
             query_id=request.query_id,
             response=synthesis.response,
-            response_type=synthesis.response_type,  # type: ignore[arg-type]
+            response_type=synthesis.response_type,
             key_findings=synthesis.key_findings,
             agents_invoked=list(dict.fromkeys(r.agent for r in results if r.status is not ExecutionStatus.SKIPPED)),
             agent_results=results,
@@ -270,9 +318,18 @@ class Orchestrator:
 
     def _context_factory(self, request: OrchestratorInput, now: datetime, events: EventStream):  # type: ignore[no-untyped-def]
         def make(task: AgentTask, agent: str, deps: list[AgentDispatchResponse]) -> AgentContext:
-            return AgentContext(query=request, now=now, settings=self.settings, resources=self.resources,
-                                llm=self.llm, task_id=task.task_id, agent=agent, previous_results=deps,
-                                _emit=events.agent_emit)
+            return AgentContext(
+                query=request,
+                now=now,
+                settings=self.settings,
+                resources=self.resources,
+                llm=self.llm,
+                task_id=task.task_id,
+                agent=agent,
+                previous_results=deps,
+                _emit=events.agent_emit,
+            )
+
         return make
 
     def _examples(self) -> list[str]:
@@ -280,23 +337,37 @@ class Orchestrator:
 
     def _no_match_message(self) -> str:
         kinds = "; ".join(f"{i.name}: {i.description}" for i in self.registry.infos())
-        return ("No agent can answer that question. I can answer questions like these — "
-                f"{kinds}" if kinds else "No agents are loaded (check CONCERTO_AGENTS).")
+        return (
+            f"No agent can answer that question. I can answer questions like these — {kinds}"
+            if kinds
+            else "No agents are loaded (check CONCERTO_AGENTS)."
+        )
 
     def _error(
-        self, request: OrchestratorInput, start: float, message: str, category: ErrorCategory,
-        events: EventStream, *, classification: IntentClassification | None = None,
-        partial: list[AgentDispatchResponse] | None = None, breakdown: dict[str, Any] | None = None,
+        self,
+        request: OrchestratorInput,
+        start: float,
+        message: str,
+        category: ErrorCategory,
+        events: EventStream,
+        *,
+        classification: IntentClassification | None = None,
+        partial: list[AgentDispatchResponse] | None = None,
+        breakdown: dict[str, Any] | None = None,
         retry: bool = False,
     ) -> OrchestratorErrorResponse:
         events.emit(EventType.ERROR, message[:200], step=99, details={"category": category})
         events.state(QueryState.FAILED, "Failed", category=category)
         alternatives = [e.suggestion for r in partial or [] for e in r.errors if e.suggestion]
         return OrchestratorErrorResponse(
-            query_id=request.query_id, error_message=message, error_category=category,
-            partial_results=partial, retry_recommended=retry,
+            query_id=request.query_id,
+            error_message=message,
+            error_category=category,
+            partial_results=partial,
+            retry_recommended=retry,
             alternative_queries=list(dict.fromkeys(alternatives + self._examples()))[:8],
-            intent_classification=classification, total_latency_ms=elapsed_ms(start),
+            intent_classification=classification,
+            total_latency_ms=elapsed_ms(start),
         )
 
 

@@ -58,8 +58,18 @@ class EventStream:
                 _put_dropping_oldest(queue, event)
 
     def _event(self, r: tuple[Any, ...]) -> Event:
-        return Event(query_id=self.query_id, seq=r[0], type=r[1], title=r[2], source=r[3], step=r[4],
-                     state=r[5], task_id=r[6], details=r[7], ts=r[8])
+        return Event(
+            query_id=self.query_id,
+            seq=r[0],
+            type=r[1],
+            title=r[2],
+            source=r[3],
+            step=r[4],
+            state=r[5],
+            task_id=r[6],
+            details=r[7],
+            ts=r[8],
+        )
 
     @property
     def events(self) -> list[Event]:
@@ -121,8 +131,18 @@ class EventLog:
     def write(self, events: list[Event]) -> None:
         """Append a query's events in one transaction."""
         rows = [
-            (e.query_id, e.seq, e.ts, e.type.value, e.source, e.step,
-             e.state.value if e.state else None, e.task_id, e.title, json.dumps(e.details, default=str))
+            (
+                e.query_id,
+                e.seq,
+                e.ts,
+                e.type.value,
+                e.source,
+                e.step,
+                e.state.value if e.state else None,
+                e.task_id,
+                e.title,
+                json.dumps(e.details, default=str),
+            )
             for e in events
         ]
         con = self._connect()
@@ -139,13 +159,20 @@ class EventLog:
             if query_id:
                 cur = con.execute("SELECT * FROM events WHERE query_id=? ORDER BY seq", (query_id,))
             else:
-                cur = con.execute(
-                    "SELECT * FROM (SELECT * FROM events ORDER BY ts DESC LIMIT ?) ORDER BY ts", (limit,)
-                )
+                cur = con.execute("SELECT * FROM (SELECT * FROM events ORDER BY ts DESC LIMIT ?) ORDER BY ts", (limit,))
             return [
-                Event(query_id=r[0], seq=r[1], ts=r[2], type=EventType(r[3]), source=r[4], step=r[5],
-                      state=QueryState(r[6]) if r[6] else None, task_id=r[7], title=r[8],
-                      details=json.loads(r[9]))
+                Event(
+                    query_id=r[0],
+                    seq=r[1],
+                    ts=r[2],
+                    type=EventType(r[3]),
+                    source=r[4],
+                    step=r[5],
+                    state=QueryState(r[6]) if r[6] else None,
+                    task_id=r[7],
+                    title=r[8],
+                    details=json.loads(r[9]),
+                )
                 for r in cur.fetchall()
             ]
         finally:

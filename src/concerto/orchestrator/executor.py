@@ -9,6 +9,7 @@ running is cancelled and what finished is returned.
 from __future__ import annotations
 
 import asyncio
+import functools
 import heapq
 import logging
 import time
@@ -115,8 +116,14 @@ class Executor:
             if failed:
                 names = ", ".join(f"{d.agent} ({d.status.value})" for d in failed)
                 skipped = _skipped(task, f"skipped because it depends on {names}")
-                events.emit(EventType.ERROR, f"{task.agent} skipped", source=task.agent, task_id=task.task_id,
-                            step=99, details={"reason": skipped.errors[0].message})
+                events.emit(
+                    EventType.ERROR,
+                    f"{task.agent} skipped",
+                    source=task.agent,
+                    task_id=task.task_id,
+                    step=99,
+                    details={"reason": skipped.errors[0].message},
+                )
                 settle(task.task_id, skipped)
                 return
             runner = loop.create_task(
@@ -124,7 +131,7 @@ class Executor:
                 name=f"concerto:{task.task_id}",
             )
             running[task.task_id] = runner
-            runner.add_done_callback(lambda r, tid=task.task_id: on_done(tid, r))
+            runner.add_done_callback(functools.partial(on_done, task.task_id))
 
         def on_done(task_id: str, runner: asyncio.Task[AgentDispatchResponse]) -> None:
             running.pop(task_id, None)
@@ -147,8 +154,12 @@ class Executor:
         done, _ = await asyncio.wait([finished], timeout=timeout)
         if not done:
             pending = list(running.values())
-            events.emit(EventType.ERROR, f"Deadline of {deadline_ms:.0f} ms expired; cancelling "
-                        f"{len(pending)} running task(s)", step=99, details={"deadline_ms": deadline_ms})
+            events.emit(
+                EventType.ERROR,
+                f"Deadline of {deadline_ms:.0f} ms expired; cancelling {len(pending)} running task(s)",
+                step=99,
+                details={"deadline_ms": deadline_ms},
+            )
             for runner in pending:
                 runner.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
@@ -185,14 +196,14 @@ class Executor:
         first = await self._attempt(task, task.agent, make_context, deps, events, prepared)
         errors = [first.error] if first.error else []
         final, agent_name, fallback_reason = first, task.agent, None
-        if (
-            first.error is not None
-            and task.fallback_agent
-            and first.error.kind in task.fallback_on
-        ):
+        if first.error is not None and task.fallback_agent and first.error.kind in task.fallback_on:
             fallback_reason = f"{task.agent} failed ({first.error.kind.value}): {first.error.message}"
-            events.emit(EventType.THINKING, f"Falling back from {task.agent} to {task.fallback_agent}",
-                        task_id=task.task_id, details={"reason": fallback_reason})
+            events.emit(
+                EventType.THINKING,
+                f"Falling back from {task.agent} to {task.fallback_agent}",
+                task_id=task.task_id,
+                details={"reason": fallback_reason},
+            )
             agent_name = task.fallback_agent
             final = await self._attempt(task, agent_name, make_context, deps, events, None)
             if final.error:
@@ -227,8 +238,14 @@ class Executor:
         attempt = _Attempt()
         agent = self._agent(agent_name)
         context = make_context(task, agent_name, deps)
-        events.emit(EventType.ACTION, f"Dispatching {agent_name}", source="orchestrator",
-                    task_id=task.task_id, step=4, details={"timeout_ms": task.timeout_ms})
+        events.emit(
+            EventType.ACTION,
+            f"Dispatching {agent_name}",
+            source="orchestrator",
+            task_id=task.task_id,
+            step=4,
+            details={"timeout_ms": task.timeout_ms},
+        )
         t0 = time.perf_counter()
         # A bare timer instead of asyncio.timeout(): same semantics here, a third of the cost,
         # which matters because every task of every plan pays it.
@@ -259,15 +276,22 @@ class Executor:
             me.uncancel()
             attempt.status = ExecutionStatus.TIMEOUT
             attempt.error = AgentError(
-                agent=agent_name, kind=ErrorKind.TIMEOUT, error_type="timeout", recoverable=True,
+                agent=agent_name,
+                kind=ErrorKind.TIMEOUT,
+                error_type="timeout",
+                recoverable=True,
                 message=f"{agent_name} did not answer within {task.timeout_ms} ms",
                 suggestion="Try again, or raise the task's timeout.",
             )
         except AgentFailure as exc:
             attempt.status = ExecutionStatus.FAILED
             attempt.error = AgentError(
-                agent=agent_name, kind=exc.kind, error_type=exc.error_type, message=exc.message,
-                suggestion=exc.suggestion, details=exc.details,
+                agent=agent_name,
+                kind=exc.kind,
+                error_type=exc.error_type,
+                message=exc.message,
+                suggestion=exc.suggestion,
+                details=exc.details,
             )
             if exc.output:
                 attempt.result = AgentResult(output=exc.output)
@@ -275,7 +299,9 @@ class Executor:
             log.exception("agent %s raised", agent_name)
             attempt.status = ExecutionStatus.FAILED
             attempt.error = AgentError(
-                agent=agent_name, kind=ErrorKind.ERROR, error_type="agent_error",
+                agent=agent_name,
+                kind=ErrorKind.ERROR,
+                error_type="agent_error",
                 message=f"{agent_name} failed: {type(exc).__name__}: {exc}"[:500],
                 details={"exception": type(exc).__name__},
             )
@@ -286,37 +312,67 @@ class Executor:
             timer.cancel()
         attempt.execution_ms = (time.perf_counter() - t0) * 1000
         if attempt.error is None:
-            events.emit(EventType.RESULT, f"{agent_name} answered", source=agent_name,
-                        task_id=task.task_id, step=6,
-                        details={"ms": round(attempt.execution_ms, 3),
-                                 "summary": attempt.result.summary if attempt.result else None})
+            events.emit(
+                EventType.RESULT,
+                f"{agent_name} answered",
+                source=agent_name,
+                task_id=task.task_id,
+                step=6,
+                details={
+                    "ms": round(attempt.execution_ms, 3),
+                    "summary": attempt.result.summary if attempt.result else None,
+                },
+            )
         else:
-            events.emit(EventType.ERROR, f"{agent_name}: {attempt.error.message}", source=agent_name,
-                        task_id=task.task_id, step=99,
-                        details={"error_type": attempt.error.error_type, "kind": attempt.error.kind.value})
+            events.emit(
+                EventType.ERROR,
+                f"{agent_name}: {attempt.error.message}",
+                source=agent_name,
+                task_id=task.task_id,
+                step=99,
+                details={"error_type": attempt.error.error_type, "kind": attempt.error.kind.value},
+            )
         return attempt
 
 
 def _previous(response: AgentDispatchResponse) -> dict[str, Any]:
     """What a dependent task receives of an earlier one (004_*.txt `previous_results`)."""
-    return {"agent": response.agent, "task_id": response.task_id, "summary": response.summary,
-            "result": response.output, "key_findings": response.key_findings}
+    return {
+        "agent": response.agent,
+        "task_id": response.task_id,
+        "summary": response.summary,
+        "result": response.output,
+        "key_findings": response.key_findings,
+    }
 
 
 def _skipped(task: AgentTask, reason: str) -> AgentDispatchResponse:
     return AgentDispatchResponse(
-        agent=task.agent, task_id=task.task_id, status=ExecutionStatus.SKIPPED,
-        errors=[AgentError(agent=task.agent, kind=ErrorKind.DEPENDENCY, error_type="dependency_failed",
-                           message=reason)],
+        agent=task.agent,
+        task_id=task.task_id,
+        status=ExecutionStatus.SKIPPED,
+        errors=[
+            AgentError(agent=task.agent, kind=ErrorKind.DEPENDENCY, error_type="dependency_failed", message=reason)
+        ],
     )
 
 
 def _cancelled(task: AgentTask, since: float, deadline_ms: float | None) -> AgentDispatchResponse:
     total = (time.perf_counter() - since) * 1000
     return AgentDispatchResponse(
-        agent=task.agent, task_id=task.task_id, status=ExecutionStatus.CANCELLED, total_latency_ms=total,
-        errors=[AgentError(agent=task.agent, kind=ErrorKind.TIMEOUT, error_type="deadline_expired",
-                           recoverable=True,
-                           message=f"cancelled: the query's deadline of {deadline_ms:.0f} ms expired"
-                           if deadline_ms else "cancelled")],
+        agent=task.agent,
+        task_id=task.task_id,
+        status=ExecutionStatus.CANCELLED,
+        total_latency_ms=total,
+        errors=[
+            AgentError(
+                agent=task.agent,
+                kind=ErrorKind.TIMEOUT,
+                error_type="deadline_expired",
+                recoverable=True,
+                message=f"cancelled: the query's deadline of {deadline_ms:.0f} ms expired"
+                if deadline_ms
+                else "cancelled",
+            )
+        ],
     )

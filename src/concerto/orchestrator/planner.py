@@ -49,14 +49,16 @@ def validate_plan(plan: OrchestrationPlan, known: set[str]) -> None:
     for task in plan.tasks:
         for name in filter(None, (task.agent, task.fallback_agent)):
             if name not in known:
-                raise PlanError(f"task {task.task_id} names an unknown agent '{name}'; "
-                                f"known agents: {', '.join(sorted(known))}")
+                raise PlanError(
+                    f"task {task.task_id} names an unknown agent '{name}'; known agents: {', '.join(sorted(known))}"
+                )
         missing = [d for d in task.depends_on if d not in ids]
         if missing:
             raise PlanError(f"task {task.task_id} depends on unknown task(s) {', '.join(missing)}")
         if not MIN_TIMEOUT_MS <= task.timeout_ms <= MAX_TIMEOUT_MS:
-            raise PlanError(f"task {task.task_id} has a timeout of {task.timeout_ms} ms; "
-                            f"allowed {MIN_TIMEOUT_MS}..{MAX_TIMEOUT_MS}")
+            raise PlanError(
+                f"task {task.task_id} has a timeout of {task.timeout_ms} ms; allowed {MIN_TIMEOUT_MS}..{MAX_TIMEOUT_MS}"
+            )
     cycle = _find_cycle({t.task_id: t.depends_on for t in plan.tasks})
     if cycle:
         raise PlanError(f"the plan has a dependency cycle: {' -> '.join(cycle)}")
@@ -71,7 +73,7 @@ def _find_cycle(graph: Mapping[str, list[str]]) -> list[str] | None:
         path.append(node)
         for dep in graph.get(node, []):
             if state.get(dep) == 1:
-                return [*path[path.index(dep):], dep]
+                return [*path[path.index(dep) :], dep]
             if dep not in state and (found := visit(dep)):
                 return found
         state[node] = 2
@@ -129,19 +131,26 @@ class Planner:
             tasks = spec.to_tasks(question)
             extra = [a for a in cls.agents if a not in spec.agents]
             tasks += [self._task(a, question, i + len(tasks)) for i, a in enumerate(extra)]
-            return OrchestrationPlan(intent=spec.name, tasks=tasks, source="table",
-                                     reasoning=f"intent '{spec.name}' from the intent table")
+            return OrchestrationPlan(
+                intent=spec.name, tasks=tasks, source="table", reasoning=f"intent '{spec.name}' from the intent table"
+            )
         tasks = [self._task(a, question, i) for i, a in enumerate(cls.agents)]
         reasoning = (
-            f"{tasks[0].agent} answers the question" if len(tasks) == 1
+            f"{tasks[0].agent} answers the question"
+            if len(tasks) == 1
             else f"{', '.join(t.agent for t in tasks)} answer independent parts, so they run in parallel"
         )
         return OrchestrationPlan(intent=cls.primary_intent, tasks=tasks, reasoning=reasoning, source="default")
 
     def _task(self, agent: str, question: str, index: int) -> AgentTask:
         info = self.infos.get(agent)
-        return AgentTask(task_id=f"t{index + 1}-{agent}", agent=agent, request=question,
-                         timeout_ms=info.default_timeout_ms if info else 30000, priority=5)
+        return AgentTask(
+            task_id=f"t{index + 1}-{agent}",
+            agent=agent,
+            request=question,
+            timeout_ms=info.default_timeout_ms if info else 30000,
+            priority=5,
+        )
 
     async def _llm_plan(self, question: str, agents: list[str], usage: Usage | None) -> OrchestrationPlan:
         from concerto.llm.structured import complete_structured
@@ -149,20 +158,31 @@ class Planner:
         assert self.llm is not None
         catalogue = [{"name": a, "description": self.infos[a].description} for a in agents if a in self.infos]
         messages = [
-            Message(role="system", content=(
-                "Plan how agents answer a question. Use only these agents: "
-                f"{catalogue}. Give each task an id, the agent, the part of the question it answers, "
-                "and depends_on with the ids of tasks whose results it needs (empty when independent). "
-                "Say why in 'reasoning'. Answer with JSON only.")),
+            Message(
+                role="system",
+                content=(
+                    "Plan how agents answer a question. Use only these agents: "
+                    f"{catalogue}. Give each task an id, the agent, the part of the question it answers, "
+                    "and depends_on with the ids of tasks whose results it needs (empty when independent). "
+                    "Say why in 'reasoning'. Answer with JSON only."
+                ),
+            ),
             Message(role="user", content=question),
         ]
-        written = await complete_structured(self.llm, messages, LLMPlan, retries=self.llm_retries,
-                                            usage=usage, purpose="plan")
+        written = await complete_structured(
+            self.llm, messages, LLMPlan, retries=self.llm_retries, usage=usage, purpose="plan"
+        )
         assert isinstance(written, LLMPlan)
         tasks = [
-            AgentTask(task_id=t.task_id, agent=t.agent, request=t.request or question, depends_on=t.depends_on,
-                      timeout_ms=self.infos[t.agent].default_timeout_ms if t.agent in self.infos else 30000)
+            AgentTask(
+                task_id=t.task_id,
+                agent=t.agent,
+                request=t.request or question,
+                depends_on=t.depends_on,
+                timeout_ms=self.infos[t.agent].default_timeout_ms if t.agent in self.infos else 30000,
+            )
             for t in written.tasks
         ]
-        return OrchestrationPlan(tasks=tasks, strategy=written.strategy, reasoning=written.reasoning,
-                                 source="llm", intent="+".join(agents))
+        return OrchestrationPlan(
+            tasks=tasks, strategy=written.strategy, reasoning=written.reasoning, source="llm", intent="+".join(agents)
+        )

@@ -72,13 +72,9 @@ class Router:
     @staticmethod
     def targets(infos: list[AgentInfo], intents: Mapping[str, IntentSpec]) -> list[Target]:
         """Routing targets from agent declarations and intents that have examples."""
-        targets = [
-            Target(i.name, tuple(dict.fromkeys([i.description, *i.capabilities, *i.examples]))) for i in infos
-        ]
+        targets = [Target(i.name, tuple(dict.fromkeys([i.description, *i.capabilities, *i.examples]))) for i in infos]
         targets += [
-            Target(s.name, tuple(dict.fromkeys([s.description, *s.examples])))
-            for s in intents.values()
-            if s.examples
+            Target(s.name, tuple(dict.fromkeys([s.description, *s.examples]))) for s in intents.values() if s.examples
         ]
         return targets
 
@@ -100,8 +96,11 @@ class Router:
             if payload is not None:
                 return RouteDecision(
                     IntentClassification(
-                        primary_intent=name, confidence=1.0, classification_method="pattern",
-                        agents=[name], entities_extracted=payload,
+                        primary_intent=name,
+                        confidence=1.0,
+                        classification_method="pattern",
+                        agents=[name],
+                        entities_extracted=payload,
                         reasoning=f"the question is in a format {name} defines",
                     ),
                     structured={name: payload},
@@ -120,8 +119,7 @@ class Router:
             if top.score >= self.threshold and top.name not in {m.name for m in chosen}:
                 chosen.append(top)
         if not chosen:
-            decision = _unmatched(whole[0].score, "semantic",
-                                  f"closest was {whole[0].name} at {whole[0].score:.2f}")
+            decision = _unmatched(whole[0].score, "semantic", f"closest was {whole[0].name} at {whole[0].score:.2f}")
             decision.classification.secondary_intents = [m.name for m in whole[:3]]
             return decision
         names = [m.name for m in chosen]
@@ -161,22 +159,27 @@ class Router:
         ]
         intents = [{"intent": s.name, "description": s.description} for s in self.intents.values()]
         messages = [
-            Message(role="system", content=(
-                "You route a user's question to the agents that can answer it. Choose only from the "
-                "catalogue; choose none if nothing fits. Answer with JSON only.\n"
-                f"AGENTS: {catalogue}\nINTENTS: {intents}")),
+            Message(
+                role="system",
+                content=(
+                    "You route a user's question to the agents that can answer it. Choose only from the "
+                    "catalogue; choose none if nothing fits. Answer with JSON only.\n"
+                    f"AGENTS: {catalogue}\nINTENTS: {intents}"
+                ),
+            ),
             Message(role="user", content=question),
         ]
         try:
-            route = await complete_structured(self.llm, messages, LLMRoute, retries=self.llm_retries,
-                                              usage=usage, purpose="route")
+            route = await complete_structured(
+                self.llm, messages, LLMRoute, retries=self.llm_retries, usage=usage, purpose="route"
+            )
         except LLMError as exc:
             fallback.notes.append(f"LLM routing failed ({exc}); used the semantic result")
             return fallback
         assert isinstance(route, LLMRoute)
         unknown = [a for a in route.agents if a not in self.agents]
         names = [a for a in route.agents if a in self.agents]
-        if route.intent in self.intents:
+        if route.intent is not None and route.intent in self.intents:
             names = self._expand([route.intent, *names])
         if unknown or not names:
             why = f"unknown agents {unknown}" if unknown else "no agent"
@@ -185,8 +188,11 @@ class Router:
         return RouteDecision(
             IntentClassification(
                 primary_intent=route.intent if route.intent in self.intents else names[0],
-                confidence=route.confidence, secondary_intents=names[1:], classification_method="llm",
-                agents=names, reasoning=route.reasoning,
+                confidence=route.confidence,
+                secondary_intents=names[1:],
+                classification_method="llm",
+                agents=names,
+                reasoning=route.reasoning,
             )
         )
 
@@ -194,7 +200,10 @@ class Router:
 def _unmatched(score: float, method: str, reason: str) -> RouteDecision:
     return RouteDecision(
         IntentClassification(
-            primary_intent="none", confidence=round(min(max(score, 0.0), 1.0), 4),
-            classification_method=method, agents=[], reasoning=reason,  # type: ignore[arg-type]
+            primary_intent="none",
+            confidence=round(min(max(score, 0.0), 1.0), 4),
+            classification_method=method,
+            agents=[],
+            reasoning=reason,
         )
     )

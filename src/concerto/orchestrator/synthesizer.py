@@ -67,8 +67,10 @@ class Synthesizer:
                 if who != "executive":
                     lines += [f"    - {f}" for f in r.key_findings[:5]]
                 if who == "data_scientist":
-                    lines.append(f"    ({r.status.value}, {r.total_latency_ms:.1f} ms"
-                                 f"{', via fallback' if r.used_fallback else ''})")
+                    lines.append(
+                        f"    ({r.status.value}, {r.total_latency_ms:.1f} ms"
+                        f"{', via fallback' if r.used_fallback else ''})"
+                    )
             text = "\n".join(lines)
         else:  # narrative
             parts = list(sentences)
@@ -76,10 +78,11 @@ class Synthesizer:
                 lead = "However, " if sentences else ""
                 parts.append(lead + " ".join(problems))
             if who == "data_scientist" and ok:
-                parts.append("Answered by " + ", ".join(
-                    f"{_label(r.agent)} in {r.total_latency_ms:.0f} ms" for r in ok) + ".")
+                parts.append(
+                    "Answered by " + ", ".join(f"{_label(r.agent)} in {r.total_latency_ms:.0f} ms" for r in ok) + "."
+                )
             elif who == "analyst" and len(findings) > len(sentences):
-                parts.append("Details: " + "; ".join(findings[len(sentences):][:4]) + ".")
+                parts.append("Details: " + "; ".join(findings[len(sentences) :][:4]) + ".")
             text = " ".join(parts)
         return Synthesis(
             response=text,
@@ -108,20 +111,32 @@ class Synthesizer:
         return list(dict.fromkeys(out))[:5]
 
     async def _llm_text(
-        self, query: OrchestratorInput, results: list[AgentDispatchResponse], draft: Synthesis,
+        self,
+        query: OrchestratorInput,
+        results: list[AgentDispatchResponse],
+        draft: Synthesis,
         usage: Usage | None,
     ) -> str:
         assert self.llm is not None
         material = [
-            {"agent": r.agent, "status": r.status.value, "summary": r.summary, "findings": r.key_findings,
-             "errors": [e.message for e in r.errors]}
+            {
+                "agent": r.agent,
+                "status": r.status.value,
+                "summary": r.summary,
+                "findings": r.key_findings,
+                "errors": [e.message for e in r.errors],
+            }
             for r in results
         ]
         messages = [
-            Message(role="system", content=(
-                f"Answer the user's question for a reader who is a(n) {query.user_expertise}, in "
-                f"{query.output_format} form, using only these agent results: {material}. Do not invent "
-                "numbers. If an agent failed, say so.")),
+            Message(
+                role="system",
+                content=(
+                    f"Answer the user's question for a reader who is a(n) {query.user_expertise}, in "
+                    f"{query.output_format} form, using only these agent results: {material}. Do not invent "
+                    "numbers. If an agent failed, say so."
+                ),
+            ),
             Message(role="user", content=query.query),
         ]
         from concerto.llm.structured import complete_text

@@ -26,8 +26,14 @@ from concerto.settings import Settings
 PAGE = Path(__file__).parent / "page.html"
 
 # HTTP status per error category: the body is always the error contract.
-STATUS = {"invalid_input": 422, "classification_failed": 422, "routing_failed": 500,
-          "all_agents_failed": 502, "timeout": 504, "synthesis_failed": 500}
+STATUS = {
+    "invalid_input": 422,
+    "classification_failed": 422,
+    "routing_failed": 500,
+    "all_agents_failed": 502,
+    "timeout": 504,
+    "synthesis_failed": 500,
+}
 
 
 class AskRequest(BaseModel):
@@ -65,8 +71,12 @@ def create_app(settings: Settings | None = None, orchestrator: Orchestrator | No
             if orchestrator is None:
                 await orch.aclose()
 
-    app = FastAPI(title="Concerto", version="0.1.0", lifespan=lifespan,
-                  description="Plain-language questions answered by specialist agents.")
+    app = FastAPI(
+        title="Concerto",
+        version="0.1.0",
+        lifespan=lifespan,
+        description="Plain-language questions answered by specialist agents.",
+    )
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -75,11 +85,18 @@ def create_app(settings: Settings | None = None, orchestrator: Orchestrator | No
         return JSONResponse(body.model_dump(mode="json"), status_code=422)
 
     def _orch(request: Request) -> Orchestrator:
-        return request.app.state.orchestrator  # type: ignore[no-any-return]
+        return request.app.state.orchestrator
 
-    @app.post("/v1/ask", response_model=OrchestratorOutput,
-              responses={422: {"model": OrchestratorErrorResponse}, 502: {"model": OrchestratorErrorResponse},
-                         504: {"model": OrchestratorErrorResponse}, 500: {"model": OrchestratorErrorResponse}})
+    @app.post(
+        "/v1/ask",
+        response_model=OrchestratorOutput,
+        responses={
+            422: {"model": OrchestratorErrorResponse},
+            502: {"model": OrchestratorErrorResponse},
+            504: {"model": OrchestratorErrorResponse},
+            500: {"model": OrchestratorErrorResponse},
+        },
+    )
     async def ask(body: AskRequest, request: Request) -> Any:
         """Answer a question; errors come back in the `OrchestratorErrorResponse` shape."""
         result = await _orch(request).ask(body.model_dump(exclude={"now"}), now=body.now)
@@ -87,7 +104,9 @@ def create_app(settings: Settings | None = None, orchestrator: Orchestrator | No
             return JSONResponse(result.model_dump(mode="json"), status_code=STATUS[result.error_category])
         return result
 
-    async def _stream(orch: Orchestrator, payload: dict[str, Any], now: datetime | None) -> AsyncIterator[dict[str, str]]:
+    async def _stream(
+        orch: Orchestrator, payload: dict[str, Any], now: datetime | None
+    ) -> AsyncIterator[dict[str, str]]:
         async for item in orch.stream(payload, now=now):
             if isinstance(item, OrchestratorOutput | OrchestratorErrorResponse):
                 yield {"event": "result", "data": item.model_dump_json()}
