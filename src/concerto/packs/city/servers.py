@@ -73,6 +73,13 @@ def build_server(kind: ServerKind, *, host: str = "127.0.0.1", port: int = 8000)
         instructions=f"Concerto city pack: the {TOOL_OF[kind]} tool for US cities.",
     )
     {"weather": _add_weather, "datetime": _add_datetime, "echo": _add_echo}[kind](server)
+    if kind != "echo":
+        # Load the city table while the client connects, not during the first call.
+        import threading
+
+        from concerto.packs.city.cities import table
+
+        threading.Thread(target=table, name="city-table", daemon=True).start()
     return server
 
 
