@@ -57,6 +57,14 @@ def mean_of_histogram(name: str, filters: Mapping[str, str], w: str) -> str:
     return f"{total} / sum(rate({selector(name + '_count', filters)}[{w}]))"
 
 
+def quantile_name(aggregation: Aggregation | None) -> str:
+    """How a histogram quantile reads: 95th percentile unless p50/p90/p99 was asked."""
+    if aggregation == "p50":
+        return "Median"
+    q = {"p90": 90, "p99": 99}.get(aggregation or "", 95)
+    return f"{q}th percentile"
+
+
 def rate_window(step_seconds: int) -> str:
     """Window of `rate()`: at least a minute (several scrapes), at least one step."""
     return f"{max(60, step_seconds)}s"
@@ -322,11 +330,7 @@ def build_concept(
         label = (
             "Average request latency"
             if aggregation == "avg"
-            else (
-                f"{(aggregation or 'p95')} request latency"
-                if aggregation in QUANTILES or aggregation is None
-                else "p95 request latency"
-            )
+            else (f"{quantile_name(aggregation)} request latency")
         )
     promql = concept.build(metrics, filters, rate_window(step), aggregation)
     return Built(promql=promql, metrics=metrics, unit=concept.unit, label=label)
@@ -374,7 +378,7 @@ def build_metric(
             q = QUANTILES.get(aggregation or "p95", 0.95)
             buckets = selector(name + "_bucket", filters)
             promql = f"histogram_quantile({q}, sum by (le) (rate({buckets}[{w}])))"
-            label = f"p{round(q * 100)} {name}"
+            label = f"{quantile_name(aggregation)} of {name}"
         return Built(promql, [name], unit_of(name, meta_unit), label)
     if mtype == "summary" or (f"{name}_count" in names and f"{name}_sum" in names):
         if aggregation in QUANTILES and name in names:
