@@ -56,7 +56,7 @@ class Settings(BaseSettings):
     grafana_url: str | None = Field(None, description="Grafana base URL (datasource proxy)")
     grafana_token: SecretStr | None = Field(None, description="Grafana service-account token")
     grafana_datasource_uid: str | None = Field(None, description="Prometheus datasource UID in Grafana")
-    metrics_timeout_s: float = Field(10.0, gt=0, description="Timeout of one Prometheus/Grafana request")
+    metrics_timeout_s: float = Field(5.0, gt=0, description="Timeout of one Prometheus/Grafana request")
     metrics_cache_ttl_s: float = Field(300.0, ge=0, description="How long the metric list is cached")
     weather_url: str = Field("https://api.open-meteo.com", description="Weather provider base URL")
     chroma_url: str | None = Field(None, description="ChromaDB server URL (default: embedded)")

@@ -72,9 +72,7 @@ def prom_settings(prometheus: LocalPrometheus, tmp_path: Path) -> Settings:
 
 
 @pytest_asyncio.fixture(loop_scope="function")
-async def prom_context(
-    prom_settings: Settings, shared_embedder: Embedder
-) -> AsyncIterator[AgentContext]:
+async def prom_context(prom_settings: Settings, shared_embedder: Embedder) -> AsyncIterator[AgentContext]:
     """A context on the real Prometheus; its HTTP client is closed after the test."""
     ctx = context_for(prom_settings, shared_embedder, now=datetime.now(UTC))
     yield ctx

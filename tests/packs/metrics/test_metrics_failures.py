@@ -36,38 +36,28 @@ async def _fail(settings: Settings, embedder: Embedder, question: str) -> AgentF
 
 
 async def test_no_backend_names_the_settings(tmp_path: Path, shared_embedder: Embedder) -> None:
-    failure = await _fail(
-        Settings(data_dir=tmp_path), shared_embedder, "Show CPU usage for the last hour"
-    )
+    failure = await _fail(Settings(data_dir=tmp_path), shared_embedder, "Show CPU usage for the last hour")
     assert failure.error_type == "grafana_unavailable"
     assert failure.kind == ErrorKind.UNAVAILABLE
     assert "CONCERTO_PROMETHEUS_URL" in failure.message
     assert "CONCERTO_GRAFANA_URL" in failure.message
 
 
-async def test_no_backend_still_reports_an_unsupported_operation(
-    tmp_path: Path, shared_embedder: Embedder
-) -> None:
-    failure = await _fail(
-        Settings(data_dir=tmp_path), shared_embedder, "Show anomalies in CPU usage"
-    )
+async def test_no_backend_still_reports_an_unsupported_operation(tmp_path: Path, shared_embedder: Embedder) -> None:
+    failure = await _fail(Settings(data_dir=tmp_path), shared_embedder, "Show anomalies in CPU usage")
     assert failure.error_type == "unsupported_operation"
 
 
 async def test_prometheus_down(tmp_path: Path, shared_embedder: Embedder) -> None:
     url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
-    failure = await _fail(
-        Settings(data_dir=tmp_path, prometheus_url=url), shared_embedder, "CPU usage"
-    )
+    failure = await _fail(Settings(data_dir=tmp_path, prometheus_url=url), shared_embedder, "CPU usage")
     assert failure.error_type == "grafana_unavailable"
     assert url in failure.message
     assert "exception" in failure.details  # for logs, not for the user
     assert "Connect" not in failure.message
 
 
-async def test_prometheus_slower_than_the_timeout(
-    tmp_path: Path, shared_embedder: Embedder, slow_server: str
-) -> None:
+async def test_prometheus_slower_than_the_timeout(tmp_path: Path, shared_embedder: Embedder, slow_server: str) -> None:
     settings = Settings(data_dir=tmp_path, prometheus_url=slow_server, metrics_timeout_s=0.3)
     failure = await _fail(settings, shared_embedder, "Show CPU usage for the last hour")
     assert failure.error_type == "grafana_unavailable"
@@ -97,9 +87,7 @@ def _grafana_handler(prometheus_url: str, requests: list[str]) -> type[BaseHTTPR
             if not self.path.startswith(prefix):
                 return self._send(404, {"message": "Not found"})
             try:
-                with urllib.request.urlopen(
-                    prometheus_url + self.path[len(prefix) :], timeout=10
-                ) as r:
+                with urllib.request.urlopen(prometheus_url + self.path[len(prefix) :], timeout=10) as r:
                     return self._send(r.status, json.loads(r.read()))
             except urllib.error.HTTPError as exc:
                 return self._send(exc.code, json.loads(exc.read()))
@@ -137,17 +125,13 @@ async def test_grafana_datasource_proxy(
     settings = Settings(data_dir=tmp_path, grafana_url=url, grafana_token=TOKEN)  # type: ignore[arg-type]
     ctx = context_for(settings, shared_embedder)
     try:
-        out = await MetricsAgent(settings, ctx.resources).run(
-            ctx, {"request": "CPU usage for the last hour"}
-        )
+        out = await MetricsAgent(settings, ctx.resources).run(ctx, {"request": "CPU usage for the last hour"})
     finally:
         await ctx.resources.aclose()
     assert out.output["source"] == "grafana"
     assert not out.output["is_empty"]
     assert requests[0] == "/api/datasources"
-    assert any(
-        p.startswith("/api/datasources/proxy/uid/prom1/api/v1/query_range?") for p in requests
-    )
+    assert any(p.startswith("/api/datasources/proxy/uid/prom1/api/v1/query_range?") for p in requests)
     assert any(p.startswith("/api/datasources/proxy/uid/prom1/api/v1/metadata") for p in requests)
 
 

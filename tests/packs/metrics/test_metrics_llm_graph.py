@@ -39,9 +39,7 @@ async def _run(ctx: AgentContext, question: str) -> dict[str, object]:
         await ctx.resources.aclose()
 
 
-async def test_llm_reply_is_validated_and_built_into_promql(
-    prom_settings: Settings, shared_embedder: Embedder
-) -> None:
+async def test_llm_reply_is_validated_and_built_into_promql(prom_settings: Settings, shared_embedder: Embedder) -> None:
     reply = {
         "metric": "cpu_usage",
         "window": "last 30 minutes",
@@ -50,9 +48,7 @@ async def test_llm_reply_is_validated_and_built_into_promql(
         "operation": "query",
     }
     llm = ScriptedLLM([json.dumps(reply)])
-    out = await _run(
-        _context(prom_settings, shared_embedder, llm), "How hot did the CPUs run lately?"
-    )
+    out = await _run(_context(prom_settings, shared_embedder, llm), "How hot did the CPUs run lately?")
     assert out["metric_name"] == "cpu_usage"
     assert out["aggregation"] == "max"
     assert out["promql"] == '100 * (1 - avg(rate(node_cpu_seconds_total{mode="idle"}[60s])))'
@@ -63,9 +59,7 @@ async def test_llm_reply_is_validated_and_built_into_promql(
     assert "How hot did the CPUs run lately?" in prompt
 
 
-async def test_llm_reply_in_code_fences_with_a_raw_metric(
-    prom_settings: Settings, shared_embedder: Embedder
-) -> None:
+async def test_llm_reply_in_code_fences_with_a_raw_metric(prom_settings: Settings, shared_embedder: Embedder) -> None:
     reply = '```json\n{"metric": "node_load1", "window": "last 10 minutes"}\n```'
     out = await _run(_context(prom_settings, shared_embedder, ScriptedLLM([reply])), "load?")
     assert out["metric_name"] == "node_load1" and out["promql"] == "avg(node_load1)"
@@ -90,9 +84,7 @@ async def test_invalid_llm_replies_are_parsing_errors(
     assert info.value.details["llm_reply"] == reply  # kept for logs
 
 
-async def test_llm_naming_an_unknown_metric(
-    prom_settings: Settings, shared_embedder: Embedder
-) -> None:
+async def test_llm_naming_an_unknown_metric(prom_settings: Settings, shared_embedder: Embedder) -> None:
     reply = '{"metric": "node_cpu_seconds", "window": "last hour"}'
     with pytest.raises(AgentFailure) as info:
         await _run(_context(prom_settings, shared_embedder, ScriptedLLM([reply])), "cpu seconds")
@@ -104,15 +96,11 @@ async def test_llm_unavailable_falls_back_to_the_deterministic_parser(
     prom_settings: Settings, shared_embedder: Embedder
 ) -> None:
     llm = ScriptedLLM([LLMError("connection refused", kind="unavailable")])
-    out = await _run(
-        _context(prom_settings, shared_embedder, llm), "Show CPU usage for the last hour"
-    )
+    out = await _run(_context(prom_settings, shared_embedder, llm), "Show CPU usage for the last hour")
     assert out["metric_name"] == "cpu_usage" and len(llm.calls) == 1
 
 
-async def test_langgraph_metrics_agent_to_end(
-    prom_settings: Settings, shared_embedder: Embedder
-) -> None:
+async def test_langgraph_metrics_agent_to_end(prom_settings: Settings, shared_embedder: Embedder) -> None:
     pytest.importorskip("langgraph")
     from concerto.packs.metrics.graph import build_graph
 
@@ -139,8 +127,6 @@ async def test_langgraph_without_a_backend(tmp_path: Path, shared_embedder: Embe
     settings = Settings(data_dir=tmp_path)
     resources = Resources(settings)
     resources.put("embedder", shared_embedder)
-    state = await build_graph(NodeDeps(settings=settings, resources=resources)).ainvoke(
-        initial_state("CPU usage")
-    )
+    state = await build_graph(NodeDeps(settings=settings, resources=resources)).ainvoke(initial_state("CPU usage"))
     await resources.aclose()
     assert state["result"] is None and state["error"].error_type == "grafana_unavailable"

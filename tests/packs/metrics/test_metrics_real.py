@@ -61,9 +61,7 @@ async def test_cpu_usage_for_the_last_hour(prom_context: AgentContext) -> None:
     assert set(out.output["timings_ms"]) == {"parse", "validate", "query", "format"}
 
 
-async def test_memory_used_on_the_exporter_host(
-    prom_context: AgentContext, prometheus: LocalPrometheus
-) -> None:
+async def test_memory_used_on_the_exporter_host(prom_context: AgentContext, prometheus: LocalPrometheus) -> None:
     host = prometheus.exporter_target
     out = await ask(prom_context, f"How much memory is used on host {host}?")
     result = _result(out)
@@ -141,9 +139,25 @@ async def test_metric_not_found_suggests_the_closest_names(prom_context: AgentCo
     assert failure.suggestion is not None and "node_memory_" in failure.suggestion
 
 
-async def test_a_question_about_no_metric(prom_context: AgentContext) -> None:
-    failure = await fail(prom_context, "What is the weather in Paris?")
-    assert failure.error_type == "metric_not_found"
+@pytest.mark.parametrize("question", ["What is the weather in Paris?", "asdf qwer zxcv"])
+async def test_a_question_about_no_metric_is_not_understood(prom_context: AgentContext, question: str) -> None:
+    failure = await fail(prom_context, question)
+    assert failure.error_type == "parsing_error"
+    assert failure.suggestion is not None and "Show CPU usage for the last hour" in failure.suggestion
+
+
+async def test_a_host_name_with_an_underscore_is_a_filter_not_a_metric(
+    prom_context: AgentContext,
+) -> None:
+    out = await ask(prom_context, "CPU usage on host web_1")
+    assert _result(out).filters == {"instance": "web_1"} and _result(out).is_empty
+
+
+async def test_a_very_small_range(prom_context: AgentContext) -> None:
+    out = await ask(prom_context, "CPU usage over the last 30 seconds")
+    result = _result(out)
+    assert result.time_range.step_seconds == 1
+    assert 1 <= result.datapoint_count <= 31
 
 
 async def test_anomalies_are_unsupported(prom_context: AgentContext) -> None:
@@ -173,9 +187,7 @@ async def test_bad_promql_is_an_invalid_query(prom_context: AgentContext) -> Non
     backend = await get_backend(prom_context.settings, prom_context.resources)
     now = prom_context.now
     with pytest.raises(MetricsQueryFailure) as info:
-        await backend.query_range(
-            "sum(rate(node_cpu_seconds_total[", now - timedelta(hours=1), now, 15
-        )
+        await backend.query_range("sum(rate(node_cpu_seconds_total[", now - timedelta(hours=1), now, 15)
     assert info.value.error.error_type == "invalid_query"
     assert "parse error" in info.value.error.message
     assert info.value.error.details["status"] == 400
@@ -195,9 +207,7 @@ async def test_catalog_is_cached_and_has_help_text(prom_context: AgentContext) -
 
 
 async def test_state_guarantees_hold_on_success_and_failure(prom_context: AgentContext) -> None:
-    deps = NodeDeps(
-        settings=prom_context.settings, resources=prom_context.resources, now=prom_context.now
-    )
+    deps = NodeDeps(settings=prom_context.settings, resources=prom_context.resources, now=prom_context.now)
     ok = (await process(initial_state("Show CPU usage for the last hour"), deps)).state
     assert isinstance(ok["parsed_query"], MetricsQuery) and ok["result"] is not None
     assert ok["error"] is None and ok["processing_time_ms"] > 0

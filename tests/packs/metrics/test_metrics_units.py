@@ -123,9 +123,7 @@ def test_metrics_query_defaults_metrics_to_its_name() -> None:
         ("cpu usage", NOW - timedelta(hours=1), NOW, "the last hour"),
     ],
 )
-def test_windows_are_relative_to_the_given_clock(
-    text: str, start: datetime, end: datetime, expression: str
-) -> None:
+def test_windows_are_relative_to_the_given_clock(text: str, start: datetime, end: datetime, expression: str) -> None:
     window = parse_time_range(text, NOW).time_range
     assert (window.start_time, window.end_time, window.expression) == (start, end, expression)
 
@@ -140,9 +138,7 @@ def test_unusable_windows_raise(text: str) -> None:
         parse_time_range(text, NOW)
 
 
-@pytest.mark.parametrize(
-    "duration", [60, 300, 3600, 6 * 3600, 86400, 7 * 86400, 30 * 86400, 365 * 86400]
-)
+@pytest.mark.parametrize("duration", [60, 300, 3600, 6 * 3600, 86400, 7 * 86400, 30 * 86400, 365 * 86400])
 def test_step_gives_a_readable_number_of_points(duration: int) -> None:
     points = duration / choose_step(duration)
     assert points <= 250
@@ -227,8 +223,7 @@ def test_latency_uses_histogram_quantile_of_the_bucket_rates() -> None:
     built = build_concept(CONCEPTS_BY_KEY["request_latency"], names, {"job": "api"}, 15, "p99")
     assert built is not None
     assert built.promql == (
-        "histogram_quantile(0.99, sum by (le) "
-        '(rate(http_request_duration_seconds_bucket{job="api"}[60s])))'
+        'histogram_quantile(0.99, sum by (le) (rate(http_request_duration_seconds_bucket{job="api"}[60s])))'
     )
 
 
@@ -247,9 +242,7 @@ def test_raw_metrics_follow_their_type() -> None:
 
 
 def test_rate_window_grows_with_the_step() -> None:
-    built = build_concept(
-        CONCEPTS_BY_KEY["cpu_usage"], {"node_cpu_seconds_total": None}, {}, 21600, None
-    )
+    built = build_concept(CONCEPTS_BY_KEY["cpu_usage"], {"node_cpu_seconds_total": None}, {}, 21600, None)
     assert built is not None and "[21600s]" in built.promql
 
 

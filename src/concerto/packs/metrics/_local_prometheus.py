@@ -62,9 +62,7 @@ class LocalPrometheus:
         """Launch both binaries and wait until `node_cpu_seconds_total` has samples."""
         missing = missing_binaries()
         if missing:
-            raise LocalPrometheusError(
-                f"missing {', '.join(missing)}; install with: {INSTALL_HINT}"
-            )
+            raise LocalPrometheusError(f"missing {', '.join(missing)}; install with: {INSTALL_HINT}")
         if self.workdir is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="concerto-prom-")
             self.workdir = Path(self._tmp.name)
@@ -117,8 +115,7 @@ class LocalPrometheus:
             for proc in self._procs:
                 if proc.poll() is not None:
                     raise LocalPrometheusError(
-                        f"{proc.args!r} exited with {proc.returncode}; "
-                        f"see {self.workdir}/processes.log"
+                        f"{proc.args!r} exited with {proc.returncode}; see {self.workdir}/processes.log"
                     )
             try:
                 with urllib.request.urlopen(f"{self.url}/api/v1/query?{query}", timeout=2) as resp:

@@ -61,7 +61,7 @@ class PrometheusBackend:
     base_url: str
     source: Literal["prometheus", "grafana"] = "prometheus"
     headers: dict[str, str] = field(default_factory=dict)
-    timeout_s: float = 10.0
+    timeout_s: float = 5.0
     cache_ttl_s: float = 300.0
     _catalog: _Catalog | None = None
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -71,15 +71,12 @@ class PrometheusBackend:
         url = f"{self.base_url}{path}"
         where = "Grafana" if self.source == "grafana" else "Prometheus"
         try:
-            resp = await self.client.get(
-                url, params=params, headers=self.headers, timeout=self.timeout_s
-            )
+            resp = await self.client.get(url, params=params, headers=self.headers, timeout=self.timeout_s)
         except httpx.TimeoutException as exc:
             raise MetricsQueryFailure(
                 "grafana_unavailable",
                 f"{where} did not answer within {self.timeout_s:g} s.",
-                suggestion="Try again, ask for a shorter time range, "
-                "or raise CONCERTO_METRICS_TIMEOUT_S.",
+                suggestion="Try again, ask for a shorter time range, or raise CONCERTO_METRICS_TIMEOUT_S.",
                 details={"url": url, "exception": repr(exc)},
             ) from exc
         except httpx.HTTPError as exc:
@@ -116,9 +113,7 @@ class PrometheusBackend:
                 if (
                     name not in metrics
                     and entries
-                    and any(
-                        f"{name}{suffix}" in metrics for suffix in ("_bucket", "_count", "_sum")
-                    )
+                    and any(f"{name}{suffix}" in metrics for suffix in ("_bucket", "_count", "_sum"))
                 ):
                     meta = entries[0]
                     metrics[name] = MetricInfo(
@@ -130,9 +125,7 @@ class PrometheusBackend:
             self._catalog = _Catalog(metrics=metrics, loaded_at=time.monotonic())
             return metrics
 
-    async def query_range(
-        self, promql: str, start: datetime, end: datetime, step_s: int
-    ) -> list[Series]:
+    async def query_range(self, promql: str, start: datetime, end: datetime, step_s: int) -> list[Series]:
         """Run a range query; returns one `Series` per result series."""
         data = await self._get(
             "/api/v1/query_range",
@@ -187,8 +180,7 @@ def _unwrap(resp: httpx.Response, where: str, url: str) -> Any:
         raise MetricsQueryFailure(
             "grafana_unavailable",
             f"{where} refused the request (HTTP {resp.status_code}).",
-            suggestion="Check CONCERTO_GRAFANA_TOKEN: it needs permission to query "
-            "the data source.",
+            suggestion="Check CONCERTO_GRAFANA_TOKEN: it needs permission to query the data source.",
             details=details,
         )
     raise MetricsQueryFailure(
@@ -280,8 +272,7 @@ async def _grafana_datasource_uid(
         raise MetricsQueryFailure(
             "grafana_unavailable",
             "Grafana has no Prometheus data source.",
-            suggestion="Add one in Grafana, or set CONCERTO_PROMETHEUS_URL to query "
-            "Prometheus directly.",
+            suggestion="Add one in Grafana, or set CONCERTO_PROMETHEUS_URL to query Prometheus directly.",
             details={"url": url},
         )
     sources.sort(key=lambda s: not s.get("isDefault", False))

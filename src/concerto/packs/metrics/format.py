@@ -62,15 +62,12 @@ def merge_series(series: Sequence[Series], combine: str = "avg") -> list[tuple[f
             for t, v in s.samples:
                 by_time[t].append(v)
         samples = [
-            (t, math.fsum(vs) if combine == "sum" else math.fsum(vs) / len(vs))
-            for t, vs in sorted(by_time.items())
+            (t, math.fsum(vs) if combine == "sum" else math.fsum(vs) / len(vs)) for t, vs in sorted(by_time.items())
         ]
     return [(t, v) for t, v in samples if math.isfinite(v)]
 
 
-def headline(
-    query: MetricsQuery, values: Sequence[float], stats: AggregationStats | None
-) -> float | None:
+def headline(query: MetricsQuery, values: Sequence[float], stats: AggregationStats | None) -> float | None:
     """The number the question asks for: the statistic its aggregation names."""
     if stats is None:
         return None
@@ -79,14 +76,10 @@ def headline(
         return stats.mean * query.time_range.duration_seconds  # a rate summed over time is a total
     if agg in QUANTILES and "histogram_quantile" not in query.promql:
         return percentile(sorted(values), QUANTILES[agg])
-    return {"min": stats.min, "max": stats.max, "sum": stats.sum, "last": stats.last}.get(
-        agg or "", stats.mean
-    )
+    return {"min": stats.min, "max": stats.max, "sum": stats.sum, "last": stats.last}.get(agg or "", stats.mean)
 
 
-def build_result(
-    query: MetricsQuery, series: Sequence[Series], source: str = "prometheus"
-) -> MetricsQueryResult:
+def build_result(query: MetricsQuery, series: Sequence[Series], source: str = "prometheus") -> MetricsQueryResult:
     """Wrap the returned series in a validated `MetricsQueryResult`."""
     samples = merge_series(series, "sum" if query.aggregation == "sum" else "avg") if series else []
     points = [DataPoint(timestamp=datetime.fromtimestamp(t, UTC), value=v) for t, v in samples]
@@ -169,15 +162,9 @@ def summarize(result: MetricsQueryResult, query: MetricsQuery) -> str:
 
     agg = result.aggregation
     if agg == "max":
-        return (
-            f"{what} peaked at {f(stats.max)} {_over(expression)} "
-            f"(average {f(stats.mean)}, last {f(stats.last)})."
-        )
+        return f"{what} peaked at {f(stats.max)} {_over(expression)} (average {f(stats.mean)}, last {f(stats.last)})."
     if agg == "min":
-        return (
-            f"{what} was lowest at {f(stats.min)} {_over(expression)} "
-            f"(average {f(stats.mean)}, max {f(stats.max)})."
-        )
+        return f"{what} was lowest at {f(stats.min)} {_over(expression)} (average {f(stats.mean)}, max {f(stats.max)})."
     if agg == "sum" and u.endswith("/s"):
         total = format_value(result.value, u.removesuffix("/s") or "")
         return f"{what} totalled {total} {_over(expression)} (average {f(stats.mean)})."

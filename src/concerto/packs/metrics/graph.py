@@ -22,9 +22,7 @@ def build_graph(deps: NodeDeps) -> Any:
     try:
         from langgraph.graph import END, StateGraph
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "the LangGraph node needs the extra: pip install 'concerto[langgraph]'"
-        ) from exc
+        raise ImportError("the LangGraph node needs the extra: pip install 'concerto[langgraph]'") from exc
     graph = StateGraph(MetricsQueryState)
     node: Any = make_node(deps)  # an async function of the state; langgraph's stubs want sync
     graph.add_node(NODE_NAME, node)

@@ -32,12 +32,8 @@ class LLMQuery(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    metric: str = Field(
-        ..., min_length=1, description="A concept key or a metric name from the list"
-    )
-    window: str = Field(
-        "last 1 hour", description='e.g. "last 1 hour", "yesterday", "from 10:00 to 11:00"'
-    )
+    metric: str = Field(..., min_length=1, description="A concept key or a metric name from the list")
+    window: str = Field("last 1 hour", description='e.g. "last 1 hour", "yesterday", "from 10:00 to 11:00"')
     aggregation: Aggregation | None = None
     filters: dict[str, str] = Field(default_factory=dict, description="label -> exact value")
     operation: Operation = "query"
@@ -83,11 +79,7 @@ async def llm_parse(
             suggestion=f"Ask for example {EXAMPLES}.",
         )
     concepts = [(c.key, c.description) for c in CONCEPTS if c.resolve(catalog) is not None]
-    ranked = [
-        c.name
-        for c in rank(question, catalog, embedder, limit=10, candidates=candidates)
-        if c.concept is None
-    ]
+    ranked = [c.name for c in rank(question, catalog, embedder, limit=10, candidates=candidates) if c.concept is None]
     listed = concepts + [(n, describe_metric(catalog[n])) for n in ranked]
     reply = await llm.complete(
         [
@@ -144,14 +136,10 @@ async def llm_parse(
         raise MetricsQueryFailure(
             "metric_not_found",
             f"There is no metric named '{parsed.metric}'.",
-            suggestion=f"Did you mean {', '.join(near)}?"
-            if near
-            else f"Ask for example {EXAMPLES}.",
+            suggestion=f"Did you mean {', '.join(near)}?" if near else f"Ask for example {EXAMPLES}.",
             details={"metric": parsed.metric, "closest": near},
         )
-    built = build_metric(
-        info.name, info.type, catalog, parsed.filters, step, parsed.aggregation, info.unit
-    )
+    built = build_metric(info.name, info.type, catalog, parsed.filters, step, parsed.aggregation, info.unit)
     return MetricsQuery(
         metric_name=info.name,
         promql=built.promql,

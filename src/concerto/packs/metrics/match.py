@@ -33,6 +33,9 @@ class TextEmbedder(Protocol):
 
 
 MIN_SIMILARITY = 0.30
+# Below this the question is about nothing any metric describes: a parsing error,
+# not a missing metric.
+UNRELATED_SIMILARITY = 0.15
 # Concepts are curated and compute the right expression (a busy fraction, not a raw
 # counter), so at equal similarity they should win over a raw metric.
 CONCEPT_BONUS = 0.08
@@ -58,6 +61,7 @@ class Candidate:
     name: str
     score: float
     concept: Concept | None = None
+    similarity: float = 0.0  # the cosine alone, without the concept bonus
 
 
 def _stem(word: str) -> str:
@@ -84,9 +88,7 @@ def describe_metric(info: MetricInfo) -> str:
     return f"{name}: {info.help[:120]}" if info.help else name
 
 
-def explicit_metric(
-    question: str, catalog: Mapping[str, MetricInfo]
-) -> tuple[str | None, str | None]:
+def explicit_metric(question: str, catalog: Mapping[str, MetricInfo]) -> tuple[str | None, str | None]:
     """(metric named exactly in the question, a metric-like word that does not exist)."""
     unknown = None
     for token in METRIC_TOKEN.findall(question):
@@ -134,11 +136,9 @@ def rank(
     texts = [c.description for c in concepts] + [describe_metric(m) for m in metrics]
     scores = (candidates or embedder).embed(texts) @ embedder.embed([question])[0]
     out = [
-        Candidate(c.key, float(s) + CONCEPT_BONUS, c)
-        for c, s in zip(concepts, scores[: len(concepts)], strict=True)
+        Candidate(c.key, float(v) + CONCEPT_BONUS, c, float(v))
+        for c, v in zip(concepts, scores[: len(concepts)], strict=True)
     ]
-    out += [
-        Candidate(m.name, float(s)) for m, s in zip(metrics, scores[len(concepts) :], strict=True)
-    ]
+    out += [Candidate(m.name, float(v), None, float(v)) for m, v in zip(metrics, scores[len(concepts) :], strict=True)]
     out.sort(key=lambda c: -c.score)
     return out[:limit]

@@ -11,9 +11,7 @@ from typing import Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-Aggregation = Literal[
-    "avg", "min", "max", "sum", "count", "rate", "last", "p50", "p90", "p95", "p99"
-]
+Aggregation = Literal["avg", "min", "max", "sum", "count", "rate", "last", "p50", "p90", "p95", "p99"]
 """Which statistic the question asks for; None means "describe the series"."""
 
 Operation = Literal["query", "anomaly_detection", "forecast"]
@@ -63,9 +61,7 @@ class MetricsQuery(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    metric_name: str = Field(
-        ..., min_length=1, description="Metric or concept answered, e.g. cpu_usage"
-    )
+    metric_name: str = Field(..., min_length=1, description="Metric or concept answered, e.g. cpu_usage")
     time_range: TimeRange
     aggregation: Aggregation | None = None
     filters: dict[str, str] = Field(default_factory=dict, description="Label equality filters")
@@ -164,13 +160,9 @@ class MetricsQueryFailure(Exception):
         details: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(message)
-        self.error = QueryError(
-            error_type=error_type, message=message, suggestion=suggestion, details=details or {}
-        )
+        self.error = QueryError(error_type=error_type, message=message, suggestion=suggestion, details=details or {})
 
 
 def initial_state(user_query: str) -> MetricsQueryState:
     """The state a caller passes in: only the question set (003_*.txt "Example Input")."""
-    return MetricsQueryState(
-        user_query=user_query, parsed_query=None, result=None, error=None, processing_time_ms=0.0
-    )
+    return MetricsQueryState(user_query=user_query, parsed_query=None, result=None, error=None, processing_time_ms=0.0)

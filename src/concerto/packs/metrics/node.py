@@ -84,9 +84,7 @@ async def _parse(
 
     embedder = deps.resources.embedder
     path = deps.settings.data_dir / "metrics" / "embeddings.npz"
-    cached = deps.resources.get(
-        f"metrics.embeddings:{path}", lambda: PersistentEmbeddings(embedder, path)
-    )
+    cached = deps.resources.get(f"metrics.embeddings:{path}", lambda: PersistentEmbeddings(embedder, path))
     if deps.llm is not None:
         from concerto.llm.base import LLMError
         from concerto.packs.metrics.llm_parse import llm_parse
@@ -113,16 +111,14 @@ def validate(query: MetricsQuery, catalog: Mapping[str, MetricInfo], now: dateti
         raise MetricsQueryFailure(
             "unsupported_operation",
             "Anomaly detection is not supported.",
-            suggestion="Try asking for raw metric data instead, "
-            f'e.g. "Show {query.label} for the last hour".',
+            suggestion=f'Try asking for raw metric data instead, e.g. "Show {query.label} for the last hour".',
             details={"operation": query.operation},
         )
     if query.operation == "forecast":
         raise MetricsQueryFailure(
             "unsupported_operation",
             "Forecasting is not supported; only past data can be queried.",
-            suggestion="Ask about a past window instead, "
-            f'e.g. "Show {query.label} for the last day".',
+            suggestion=f'Ask about a past window instead, e.g. "Show {query.label} for the last day".',
             details={"operation": query.operation},
         )
     for metric in query.metrics:
@@ -131,9 +127,7 @@ def validate(query: MetricsQuery, catalog: Mapping[str, MetricInfo], now: dateti
             raise MetricsQueryFailure(
                 "metric_not_found",
                 f"The metric '{metric}' does not exist on this server.",
-                suggestion=f"Did you mean {', '.join(near)}?"
-                if near
-                else "Ask about another metric.",
+                suggestion=f"Did you mean {', '.join(near)}?" if near else "Ask about another metric.",
                 details={"metric": metric, "closest": near},
             )
     tr = query.time_range
@@ -166,9 +160,7 @@ def validate(query: MetricsQuery, catalog: Mapping[str, MetricInfo], now: dateti
         )
 
 
-def _unsupported_without_backend(
-    question: str, now: datetime, failure: MetricsQueryFailure
-) -> None:
+def _unsupported_without_backend(question: str, now: datetime, failure: MetricsQueryFailure) -> None:
     """An anomaly or forecast question is unsupported whether or not a backend answers."""
     from concerto.packs.metrics.parser import read_text
 
@@ -228,9 +220,7 @@ async def process(state: MetricsQueryState, deps: NodeDeps) -> NodeRun:
             validate(parsed, catalog, now)
         with _timed(timings, "query"):
             tr = parsed.time_range
-            series = await backend.query_range(
-                parsed.promql, tr.start_time, tr.end_time, tr.step_seconds
-            )
+            series = await backend.query_range(parsed.promql, tr.start_time, tr.end_time, tr.step_seconds)
         await emit("Queried Prometheus", {"series": len(series), "step_s": tr.step_seconds})
         with _timed(timings, "format"):
             try:

@@ -76,9 +76,7 @@ _FILTERS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("job", re.compile(rf"\b(?:on|for|from|of|in)\s+(?:the\s+)?job\s+{_VALUE}", re.I)),
     (
         "device",
-        re.compile(
-            rf"\b(?:on|for|of|from)\s+(?:the\s+)?(?:device|interface|nic|disk)\s+{_VALUE}", re.I
-        ),
+        re.compile(rf"\b(?:on|for|of|from)\s+(?:the\s+)?(?:device|interface|nic|disk)\s+{_VALUE}", re.I),
     ),
     ("mountpoint", re.compile(rf"\b(?:on|for|of)\s+(?:the\s+)?mount\s*point\s+{_VALUE}", re.I)),
     (
@@ -89,9 +87,7 @@ _FILTERS: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
 )
-_DANGLING = re.compile(
-    r"(?:\s+\b(?:for|in|over|during|since|from|on|of|at)(?:\s+the)?)+\s*[?.!]*$", re.I
-)
+_DANGLING = re.compile(r"(?:\s+\b(?:for|in|over|during|since|from|on|of|at)(?:\s+the)?)+\s*[?.!]*$", re.I)
 _EXPLICIT_LABEL = re.compile(r"\b(?P<k>[a-zA-Z_]\w*)\s*(?P<op>=~|=)\s*[\"'](?P<v>[^\"']*)[\"']")
 
 
@@ -174,10 +170,10 @@ def parse_question(
         raise MetricsQueryFailure(
             "invalid_time_range",
             f"The time range is not valid: {parts.time_error}.",
-            suggestion='Ask about a past window, e.g. "for the last hour" '
-            'or "from 10:00 to 11:00".',
+            suggestion='Ask about a past window, e.g. "for the last hour" or "from 10:00 to 11:00".',
         )
-    metric, unknown = explicit_metric(question, catalog)
+    # Filters and the window are cut out first: a host named `web_1` is not a metric.
+    metric, unknown = explicit_metric(parts.remainder, catalog)
     if metric is None and unknown is not None and parts.operation == "query":
         near = closest_names(unknown, list(catalog))
         raise MetricsQueryFailure(
@@ -191,15 +187,20 @@ def parse_question(
     step = parts.time_range.step_seconds
     if metric is not None:
         info = catalog[metric]
-        built = build_metric(
-            metric, info.type, catalog, parts.filters, step, parts.aggregation, info.unit
-        )
+        built = build_metric(metric, info.type, catalog, parts.filters, step, parts.aggregation, info.unit)
         return _query(metric, parts, built.promql, built.metrics, built.unit, built.label)
     phrase = parts.remainder or question
     ranked = rank(phrase, catalog, embedder, candidates=candidates)
     if not ranked or ranked[0].score < _min_score():
         if parts.operation != "query":
             return _query("unknown", parts, "", ["unknown"], "", "the metric")
+        if max((c.similarity for c in ranked), default=0.0) < _unrelated_score():
+            raise MetricsQueryFailure(
+                "parsing_error",
+                "Could not understand your query as a question about metrics.",
+                suggestion=f"Ask for example {EXAMPLES}.",
+                details={"phrase": phrase, "candidates": [(c.name, round(c.score, 3)) for c in ranked]},
+            )
         near = [c.name for c in ranked[:3]]
         raise MetricsQueryFailure(
             "metric_not_found",
@@ -216,9 +217,7 @@ def parse_question(
         )
     best = ranked[0]
     if best.concept is not None:
-        concept_built = build_concept(
-            CONCEPTS_BY_KEY[best.name], catalog, parts.filters, step, parts.aggregation
-        )
+        concept_built = build_concept(CONCEPTS_BY_KEY[best.name], catalog, parts.filters, step, parts.aggregation)
         if concept_built is not None:
             return _query(
                 best.name,
@@ -229,9 +228,7 @@ def parse_question(
                 concept_built.label,
             )
     info = catalog[best.name]
-    built = build_metric(
-        best.name, info.type, catalog, parts.filters, step, parts.aggregation, info.unit
-    )
+    built = build_metric(best.name, info.type, catalog, parts.filters, step, parts.aggregation, info.unit)
     return _query(best.name, parts, built.promql, built.metrics, built.unit, built.label)
 
 
@@ -241,9 +238,13 @@ def _min_score() -> float:
     return MIN_SIMILARITY
 
 
-def _query(
-    name: str, parts: TextParts, promql: str, metrics: list[str], unit: str, label: str
-) -> MetricsQuery:
+def _unrelated_score() -> float:
+    from concerto.packs.metrics.match import UNRELATED_SIMILARITY
+
+    return UNRELATED_SIMILARITY
+
+
+def _query(name: str, parts: TextParts, promql: str, metrics: list[str], unit: str, label: str) -> MetricsQuery:
     return MetricsQuery(
         metric_name=name,
         time_range=parts.time_range,

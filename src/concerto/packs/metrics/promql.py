@@ -45,9 +45,7 @@ def selector(metric: str, filters: Mapping[str, str], defaults: Matchers | None 
     matchers.update(user_matchers(filters))
     if not matchers:
         return metric
-    body = ",".join(
-        f'{label}{op}"{escape(value)}"' for label, (op, value) in sorted(matchers.items())
-    )
+    body = ",".join(f'{label}{op}"{escape(value)}"' for label, (op, value) in sorted(matchers.items()))
     return f"{metric}{{{body}}}"
 
 
@@ -108,11 +106,7 @@ class Concept:
                 continue
             pattern = re.compile(req[1:])
             matches = sorted(
-                (
-                    n
-                    for n in names
-                    if pattern.search(n) and (not self.needs_bucket or f"{n}_bucket" in names)
-                ),
+                (n for n in names if pattern.search(n) and (not self.needs_bucket or f"{n}_bucket" in names)),
                 key=lambda n: (len(n), n),
             )
             if not matches:
@@ -327,11 +321,7 @@ def build_concept(
         return None
     label = concept.label
     if concept.key == "request_latency":
-        label = (
-            "Average request latency"
-            if aggregation == "avg"
-            else (f"{quantile_name(aggregation)} request latency")
-        )
+        label = "Average request latency" if aggregation == "avg" else (f"{quantile_name(aggregation)} request latency")
     promql = concept.build(metrics, filters, rate_window(step), aggregation)
     return Built(promql=promql, metrics=metrics, unit=concept.unit, label=label)
 
@@ -403,9 +393,7 @@ def build_metric(
             unit_of(name, meta_unit, rated=True),
             f"change of {name} per second",
         )
-    outer = {"sum": "sum", "max": "max", "min": "min", "count": "count"}.get(
-        aggregation or "", "avg"
-    )
+    outer = {"sum": "sum", "max": "max", "min": "min", "count": "count"}.get(aggregation or "", "avg")
     return Built(f"{outer}({selector(name, filters)})", [name], unit_of(name, meta_unit), name)
 
 

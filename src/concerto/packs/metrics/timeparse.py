@@ -98,9 +98,7 @@ _LAST_N = re.compile(
 )
 _SINCE_AGO = re.compile(rf"\bsince\s+{_NUM}\s*(?P<u>{_UNIT_RE})\s+ago\b", re.I)
 _AGO = re.compile(rf"\b{_NUM}\s*(?P<u>{_UNIT_RE})\s+ago\b", re.I)
-_BETWEEN = re.compile(
-    rf"\b(?:between|from)\s+(?P<a>{_CLOCK})\s+(?:and|to|until|-)\s+(?P<b>{_CLOCK})", re.I
-)
+_BETWEEN = re.compile(rf"\b(?:between|from)\s+(?P<a>{_CLOCK})\s+(?:and|to|until|-)\s+(?P<b>{_CLOCK})", re.I)
 _SINCE_CLOCK = re.compile(rf"\bsince\s+(?P<a>{_CLOCK})(?!\s*(?:{_UNIT_RE})\b)", re.I)
 _FUTURE = re.compile(r"\b(?:next|tomorrow|coming|upcoming|in\s+\d+\s+\w+\s+from\s+now)\b", re.I)
 
@@ -189,18 +187,12 @@ def parse_time_range(text: str, now: datetime) -> ParsedWindow:
     if (m := _BETWEEN.search(text)) is not None:
         start, end = _clock(m.group("a"), now), _clock(m.group("b"), now)
         if end <= start:
-            raise TimeParseError(
-                f"the window ends ({m.group('b')}) before it starts ({m.group('a')})"
-            )
-        return ParsedWindow(
-            _checked(start, min(end, now), f"from {m.group('a')} to {m.group('b')}", now), m.span()
-        )
+            raise TimeParseError(f"the window ends ({m.group('b')}) before it starts ({m.group('a')})")
+        return ParsedWindow(_checked(start, min(end, now), f"from {m.group('a')} to {m.group('b')}", now), m.span())
     if (m := _SINCE_AGO.search(text)) is not None:
         seconds = _amount(m) * _UNITS[m.group("u").lower()]
         return ParsedWindow(
-            _checked(
-                now - timedelta(seconds=seconds), now, _describe(_amount(m), m.group("u")), now
-            ),
+            _checked(now - timedelta(seconds=seconds), now, _describe(_amount(m), m.group("u")), now),
             m.span(),
         )
     if (m := _SINCE_CLOCK.search(text)) is not None and m.group("a").strip():
@@ -219,15 +211,9 @@ def parse_time_range(text: str, now: datetime) -> ParsedWindow:
     if (m := _LAST_N.search(text)) is not None:
         amount, unit = _amount(m), m.group("u")
         seconds = amount * _UNITS[unit.lower()]
-        return ParsedWindow(
-            _checked(now - timedelta(seconds=seconds), now, _describe(amount, unit), now), m.span()
-        )
-    if (
-        m := re.search(r"\b(?:right\s+now|currently|current|at the moment|now)\b", text, re.I)
-    ) is not None:
-        return ParsedWindow(
-            make_range(now - timedelta(minutes=5), now, "the last 5 minutes"), m.span()
-        )
+        return ParsedWindow(_checked(now - timedelta(seconds=seconds), now, _describe(amount, unit), now), m.span())
+    if (m := re.search(r"\b(?:right\s+now|currently|current|at the moment|now)\b", text, re.I)) is not None:
+        return ParsedWindow(make_range(now - timedelta(minutes=5), now, "the last 5 minutes"), m.span())
     if (m := _FUTURE.search(text)) is not None:
         raise TimeParseError(f"'{m.group(0)}' is in the future; only past data can be queried")
     return ParsedWindow(make_range(now - DEFAULT_WINDOW, now, "the last hour"), None)
