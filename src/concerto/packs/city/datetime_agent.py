@@ -38,9 +38,9 @@ class DateTimeAgent(Agent):
         },
         examples=[
             "What time is it in Seattle?",
-            "What's the date today in New York?",
+            "What's the date today in Chicago?",
             "What timezone is Denver in?",
-            "Current local time in Honolulu",
+            "Current local time in Boston",
         ],
         default_timeout_ms=AGENT_TIMEOUT_MS,
         max_concurrency=2,

@@ -40,11 +40,13 @@ class TemperatureAgent(Agent):
             "timestamp": "When it was fetched (UTC)",
             "source": "Data source",
         },
+        # The same cities as the datetime agent's examples, so that the city in a
+        # question does not pull the router towards one agent.
         examples=[
             "What's the temperature in Seattle?",
-            "How hot is it in Phoenix right now?",
-            "Is it cold outside in Chicago?",
-            "What's the weather like in Miami?",
+            "How hot is it in Chicago right now?",
+            "Is it cold outside in Denver?",
+            "What's the weather like in Boston?",
         ],
         default_timeout_ms=AGENT_TIMEOUT_MS,
         max_concurrency=2,
