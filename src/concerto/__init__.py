@@ -1,22 +1,57 @@
 """Concerto: a multi-agent orchestrator for plain-language questions about data and systems.
 
-The public API is what `__all__` lists; modules are implementation detail.
+The public API is what `__all__` lists; modules are implementation detail. Names load on
+first use (PEP 562), so `import concerto.packs.city.servers` in an MCP server process or
+the CLI's start-up does not pay for the engine, numpy and FastAPI.
 """
 
-from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentInfo, AgentResult
-from concerto.agents.registry import AgentRegistry, load_registry, register_agent
-from concerto.contracts.common import AgentError, ErrorKind, ExecutionStatus
-from concerto.contracts.dispatch import AgentDispatchRequest, AgentDispatchResponse
-from concerto.contracts.events import Event, EventType, QueryState
-from concerto.contracts.orchestrator import (
-    IntentClassification,
-    OrchestratorErrorResponse,
-    OrchestratorInput,
-    OrchestratorOutput,
-)
-from concerto.contracts.plan import AgentTask, OrchestrationPlan
-from concerto.orchestrator.engine import Orchestrator
-from concerto.settings import Settings
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentInfo, AgentResult
+    from concerto.agents.registry import AgentRegistry, load_registry, register_agent
+    from concerto.contracts.common import AgentError, ErrorKind, ExecutionStatus
+    from concerto.contracts.dispatch import AgentDispatchRequest, AgentDispatchResponse
+    from concerto.contracts.events import Event, EventType, QueryState
+    from concerto.contracts.orchestrator import (
+        IntentClassification,
+        OrchestratorErrorResponse,
+        OrchestratorInput,
+        OrchestratorOutput,
+    )
+    from concerto.contracts.plan import AgentTask, OrchestrationPlan
+    from concerto.orchestrator.engine import Orchestrator
+    from concerto.settings import Settings
+
+_WHERE = {
+    "Agent": "concerto.agents.base",
+    "AgentContext": "concerto.agents.base",
+    "AgentDispatchRequest": "concerto.contracts.dispatch",
+    "AgentDispatchResponse": "concerto.contracts.dispatch",
+    "AgentError": "concerto.contracts.common",
+    "AgentFailure": "concerto.agents.base",
+    "AgentInfo": "concerto.agents.base",
+    "AgentRegistry": "concerto.agents.registry",
+    "AgentResult": "concerto.agents.base",
+    "AgentTask": "concerto.contracts.plan",
+    "ErrorKind": "concerto.contracts.common",
+    "Event": "concerto.contracts.events",
+    "EventType": "concerto.contracts.events",
+    "ExecutionStatus": "concerto.contracts.common",
+    "IntentClassification": "concerto.contracts.orchestrator",
+    "OrchestrationPlan": "concerto.contracts.plan",
+    "Orchestrator": "concerto.orchestrator.engine",
+    "OrchestratorErrorResponse": "concerto.contracts.orchestrator",
+    "OrchestratorInput": "concerto.contracts.orchestrator",
+    "OrchestratorOutput": "concerto.contracts.orchestrator",
+    "QueryState": "concerto.contracts.events",
+    "Settings": "concerto.settings",
+    "load_registry": "concerto.agents.registry",
+    "register_agent": "concerto.agents.registry",
+}
 
 __all__ = [
     "Agent",
@@ -44,3 +79,16 @@ __all__ = [
     "load_registry",
     "register_agent",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'concerto' has no attribute '{name}'")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
