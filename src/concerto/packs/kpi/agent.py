@@ -121,7 +121,7 @@ class KPIAgent(Agent):
         store = _store(self)
         catalog = store.catalog()
         for kind, name in (("kpi", query.kpi), ("department", query.department)):
-            if name not in catalog.names(kind):
+            if not catalog.has(kind, name):
                 raise unknown_name(
                     kind,
                     name,
@@ -160,10 +160,6 @@ class KPIAgent(Agent):
         if gaps:
             out["missing_months"] = gaps
         summary = summarize(query.kpi, query.department, first, last, records, stats)
-        findings = [summary] + (
-            [f"No data for {len(gaps)} month(s) of the period."] if gaps else []
-        )
+        findings = [summary] + ([f"No data for {len(gaps)} month(s) of the period."] if gaps else [])
         follow = [f"{query.department} {query.kpi.replace('-', ' ')} previous 12 months"]
-        return AgentResult(
-            output=out, summary=summary, key_findings=findings, follow_up_questions=follow
-        )
+        return AgentResult(output=out, summary=summary, key_findings=findings, follow_up_questions=follow)

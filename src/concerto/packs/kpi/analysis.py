@@ -27,9 +27,7 @@ def trend_of(values: list[float]) -> tuple[str, float]:
     if n < 2:
         return "stable", 0.0
     mean_x, mean_y = (n - 1) / 2, sum(values) / n
-    slope = sum((i - mean_x) * (v - mean_y) for i, v in enumerate(values)) / sum(
-        (i - mean_x) ** 2 for i in range(n)
-    )
+    slope = sum((i - mean_x) * (v - mean_y) for i, v in enumerate(values)) / sum((i - mean_x) ** 2 for i in range(n))
     scale = max(abs(mean_y), 1e-9)
     if abs(slope * (n - 1)) < STABLE_SHARE * scale:
         return "stable", slope
@@ -79,17 +77,11 @@ def summarize(
         return f"{who} was {fmt_value(records[0].value, unit)} {period_phrase(first, last)}."
     start, end = records[0], records[-1]
     when = period_phrase(start.month, end.month)
-    tail = (
-        f"(min {fmt_value(stats['min'], unit)}, max {fmt_value(stats['max'], unit)}, "
-        f"trend {stats['trend']})"
-    )
+    tail = f"(min {fmt_value(stats['min'], unit)}, max {fmt_value(stats['max'], unit)}, trend {stats['trend']})"
     if start.value == end.value:
         return f"{who} was unchanged at {fmt_value(end.value, unit)} {when} {tail}."
     verb = "rose" if end.value > start.value else "fell"
-    return (
-        f"{who} {verb} from {fmt_value(start.value, unit)} to {fmt_value(end.value, unit)} "
-        f"{when} {tail}."
-    )
+    return f"{who} {verb} from {fmt_value(start.value, unit)} to {fmt_value(end.value, unit)} {when} {tail}."
 
 
 def missing_months(first: Month, last: Month, records: list[KPIRecord]) -> list[str]:

@@ -25,9 +25,7 @@ def kpi() -> None:
 
 
 @kpi.command("load")
-@click.argument(
-    "csv_file", metavar="FILE.csv", type=click.Path(exists=True, dir_okay=False, path_type=Path)
-)
+@click.argument("csv_file", metavar="FILE.csv", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option(
     "--demo/--no-demo",
     default=False,
@@ -97,9 +95,7 @@ def names(as_json: bool) -> None:
 
 @kpi.command("query")
 @click.argument("question")
-@click.option(
-    "--now", help="Current date-time (ISO 8601) for relative periods such as 'last month'."
-)
+@click.option("--now", help="Current date-time (ISO 8601) for relative periods such as 'last month'.")
 def query(question: str, now: str | None) -> None:
     """Answer QUESTION (agreed format or plain language) and print the agent's JSON output.
 

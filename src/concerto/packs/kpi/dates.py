@@ -196,16 +196,14 @@ _RULES: list[Rule] = [
     (re.compile(r"\b(?:last|previous|prior|past)\s+month\b", re.I), _relative(-1)),
     (re.compile(r"\b(?:this|current)\s+month\b", re.I), _relative(0)),
     (
-        re.compile(
-            r"\b(?:this\s+year\s+so\s+far|so\s+far\s+this\s+year|year[\s-]to[\s-]date|ytd)\b", re.I
-        ),
+        re.compile(r"\b(?:this\s+year\s+so\s+far|so\s+far\s+this\s+year|year[\s-]to[\s-]date|ytd)\b", re.I),
         _ytd,
     ),
     (re.compile(r"\b(?:last|previous|prior)\s+year\b", re.I), _last_year),
     (re.compile(r"\b(?:last|previous|prior)\s+quarter\b", re.I), _last_quarter),
     (re.compile(rf"\b{_MON.format(g='m')}(?:\s*,?\s*{_Y.format(g='y')})?\b", re.I), _named_month),
     (re.compile(r"\b(?P<y>\d{4})-(?P<mo>\d{1,2})(?:-(?P<d>\d{1,2}))?\b"), _iso_month),
-    (re.compile(rf"\b(?:in|for|during)\s+{_Y.format(g='y')}\b", re.I), _year),
+    (re.compile(rf"\b(?:in|for|during)\s+{_Y.format(g='y')}\b(?!-\d)", re.I), _year),
 ]
 
 

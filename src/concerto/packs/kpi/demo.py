@@ -138,11 +138,7 @@ def _series(kpi: KPIDef, department: str) -> list[KPIRecord]:
     records: list[KPIRecord] = []
     previous: float | None = None
     for i, month in enumerate(month_range(FIRST, LAST)):
-        raw = (
-            level
-            * (1 + trend) ** i
-            * (1 + season * math.sin(2 * math.pi * month.month / 12 + phase))
-        )
+        raw = level * (1 + trend) ** i * (1 + season * math.sin(2 * math.pi * month.month / 12 + phase))
         raw *= 1 + rng.gauss(0, 0.015)
         raw = max(kpi.floor, raw if kpi.ceiling is None else min(kpi.ceiling, raw))
         value = round(raw, kpi.decimals)

@@ -113,8 +113,7 @@ class KPIQuery(BaseModel):
             covered = months_between(Month.of(self.start), Month.of(self.end))
             if covered != self.range_months:
                 raise ValueError(
-                    f"range-{self.range_months}-months does not match start..end, "
-                    f"which covers {covered} months"
+                    f"range-{self.range_months}-months does not match start..end, which covers {covered} months"
                 )
         return self
 
@@ -173,8 +172,6 @@ def _diagnose(text: str) -> str:
         return "the KPI name must be lower-case words joined by hyphens after `kpi-`"
     if not re.search(rf"\sdepartment-{NAME}(\s|$)", text):
         return "missing `department-{department}`"
-    if not (
-        MONTH_PATTERN.search(text) or (START_PATTERN.search(text) and END_PATTERN.search(text))
-    ):
+    if not (MONTH_PATTERN.search(text) or (START_PATTERN.search(text) and END_PATTERN.search(text))):
         return "missing `month-YYYY-MM-DD` or `start-YYYY-MM-DD end-YYYY-MM-DD`"
     return "the parts are not in the agreed order or contain extra text"

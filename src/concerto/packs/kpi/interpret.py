@@ -28,18 +28,18 @@ def too_long(text: str) -> AgentFailure:
         f"The question is {len(text)} characters; the KPI agent reads at most {MAX_REQUEST_CHARS}.",
         error_type="invalid_input",
         kind=ErrorKind.VALIDATION,
-        suggestion="Ask for one KPI, one department and one period, e.g. "
-        "'home-loan attrition rate last month'.",
+        suggestion="Ask for one KPI, one department and one period, e.g. 'home-loan attrition rate last month'.",
     )
 
 
 def unknown_name(kind: str, written: str, suggestions: list[str], known: list[str]) -> AgentFailure:
     """An unknown or missing KPI/department, with the closest stored names."""
     label = "KPI" if kind == "kpi" else "department"
-    if written:
-        message = f"No {label} in the store matches '{written}'."
-    else:
-        message = f"The question names no {label}."
+    message = (
+        f"No {label} in the store matches '{written}'."
+        if written
+        else f"The question names no {label}."
+    )
     if suggestions:
         message += f" Closest {label}s: {', '.join(suggestions)}."
     return AgentFailure(
@@ -64,9 +64,7 @@ def period_query(kpi: str, department: str, period: Period) -> KPIQuery:
     )
 
 
-def interpret(
-    request: str, today: date, catalog: Catalog, embedder: Embedder
-) -> tuple[KPIQuery, dict[str, Any]]:
+def interpret(request: str, today: date, catalog: Catalog, embedder: Embedder) -> tuple[KPIQuery, dict[str, Any]]:
     """The agreed-format query for a question, and how each part was understood."""
     if len(request) > MAX_REQUEST_CHARS:
         raise too_long(request)

@@ -96,16 +96,23 @@ def _norm(text: str) -> str:
 
 
 def _literal(text: str, kind: str, catalog: Catalog) -> tuple[str, tuple[int, int]] | None:
-    """The longest stored name (or alias) written in the text: hyphens, spaces, a plural."""
-    found: tuple[str, tuple[int, int], int] | None = None
-    for name in catalog.names(kind):
-        for form in (name, *catalog.aliases.get((kind, name), ())):
-            words = re.split(r"[\s-]+", form)
-            pattern = r"\b" + r"[\s-]+".join(map(re.escape, words)) + r"s?\b"
-            m = re.search(pattern, text)
-            if m and (found is None or len(form) > found[2]):
-                found = (name, m.span(), len(form))
-    return (found[0], found[1]) if found else None
+    """The longest stored name (or alias) written in the text: hyphens, spaces, a plural.
+
+    Looks up each run of 1 to 5 words in the catalog's table of written forms, so the cost
+    does not grow with the number of stored names.
+    """
+    forms = catalog.forms.get(kind, {})
+    words = [(m.group(0), m.span()) for m in re.finditer(r"[a-z0-9]+", text)]
+    for n in range(min(5, len(words)), 0, -1):
+        for i in range(len(words) - n + 1):
+            run = words[i : i + n]
+            written = " ".join(w for w, _ in run)
+            name = forms.get(written)
+            if name is None and written.endswith("s"):
+                name = forms.get(written[:-1])
+            if name is not None:
+                return name, (run[0][1][0], run[-1][1][1])
+    return None
 
 
 def _spans(text: str) -> list[tuple[str, tuple[int, int]]]:
@@ -139,14 +146,10 @@ def match_names(
     pending = [k for k in kinds if k not in out]
     if not pending:
         return out
-    spans = [
-        (s, sp)
-        for s, sp in _spans(lowered)
-        if not any(sp[0] < t[1] and t[0] < sp[1] for t in taken)
-    ]
+    spans = [(s, sp) for s, sp in _spans(lowered) if not any(sp[0] < t[1] and t[0] < sp[1] for t in taken)]
     vectors = embedder.embed([s for s, _ in spans]) if spans else None
     for kind in pending:
-        rows = [i for i, (k, _) in enumerate(catalog.keys) if k == kind]
+        rows = catalog.rows(kind)
         if not rows:
             out[kind] = NameMatch(kind, None, 0.0, "none")
             continue
@@ -161,13 +164,9 @@ def match_names(
         suggestions = [names[int(i)] for i in order]
         span_text, span = spans[int(best_span)]
         if score >= THRESHOLD:
-            out[kind] = NameMatch(
-                kind, names[int(best_name)], score, "semantic", span_text, suggestions
-            )
+            out[kind] = NameMatch(kind, names[int(best_name)], score, "semantic", span_text, suggestions)
             taken.append(span)
-            keep = [
-                i for i, (_, sp) in enumerate(spans) if not (sp[0] < span[1] and span[0] < sp[1])
-            ]
+            keep = [i for i, (_, sp) in enumerate(spans) if not (sp[0] < span[1] and span[0] < sp[1])]
             spans = [spans[i] for i in keep]
             vectors = vectors[keep] if keep else None
         else:
@@ -179,7 +178,7 @@ def closest(name: str, kind: str, catalog: Catalog, embedder: Embedder, k: int =
     """Stored names of `kind` closest in meaning to `name` (for an unknown name)."""
     import numpy as np
 
-    rows = [i for i, (kd, _) in enumerate(catalog.keys) if kd == kind]
+    rows = catalog.rows(kind)
     if not rows:
         return []
     vec = embedder.embed([name.replace("-", " ")])[0]

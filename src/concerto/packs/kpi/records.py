@@ -72,25 +72,50 @@ def parse_month(text: str) -> Month:
     return parsed
 
 
-def validate_row(row: dict[str, str]) -> KPIRecord:
-    """One CSV row to a record; raises ValueError with a message for a person."""
-    kpi, dept = row["kpi"].strip(), row["department"].strip()
-    for column, value in (("kpi", kpi), ("department", dept)):
-        if not _NAME.match(value):
-            raise ValueError(f"{column} {value!r} must be lower-case words joined by hyphens")
-    try:
-        number = float(row["value"])
-    except ValueError:
-        raise ValueError(f"value {row['value']!r} is not a number") from None
-    if not math.isfinite(number):
-        raise ValueError(f"value {row['value']!r} is not a finite number")
-    unit = row["unit"].strip()
-    if not unit or len(unit) > 30:
-        raise ValueError("unit must be 1 to 30 characters")
-    notes = (row.get("notes") or "").strip()
-    if len(notes) > MAX_NOTES:
-        raise ValueError(f"notes are {len(notes)} characters; the maximum is {MAX_NOTES}")
-    return KPIRecord(kpi, dept, parse_month(row["month"]), number, unit, notes)
+class _Validator:
+    """Checks rows one by one; names, months and units seen once are cached (1M rows/load)."""
+
+    def __init__(self, known_units: dict[str, str] | None) -> None:
+        self.units = dict(known_units or {})
+        self.unit_line: dict[str, int] = {}
+        self.names: set[str] = set()
+        self.months: dict[str, Month] = {}
+
+    def name(self, column: str, value: str) -> str:
+        if value not in self.names:
+            if not _NAME.match(value):
+                raise ValueError(f"{column} {value!r} must be lower-case words joined by hyphens")
+            self.names.add(value)
+        return value
+
+    def month(self, text: str) -> Month:
+        month = self.months.get(text)
+        if month is None:
+            month = self.months[text] = parse_month(text)
+        return month
+
+    def row(self, line: int, kpi: str, dept: str, month: str, value: str, unit: str, notes: str) -> KPIRecord:
+        kpi, dept, unit, notes = kpi.strip(), dept.strip(), unit.strip(), notes.strip()
+        self.name("kpi", kpi)
+        self.name("department", dept)
+        try:
+            number = float(value)
+        except ValueError:
+            raise ValueError(f"value {value!r} is not a number") from None
+        if not math.isfinite(number):
+            raise ValueError(f"value {value!r} is not a finite number")
+        if not unit or len(unit) > 30:
+            raise ValueError("unit must be 1 to 30 characters")
+        if len(notes) > MAX_NOTES:
+            raise ValueError(f"notes are {len(notes)} characters; the maximum is {MAX_NOTES}")
+        parsed = self.month(month)
+        known = self.units.setdefault(kpi, unit)
+        self.unit_line.setdefault(kpi, line)
+        if known != unit:
+            raise ValueError(
+                f"unit {unit!r} differs from {known!r} used for {kpi} (line {self.unit_line[kpi]} or the store)"
+            )
+        return KPIRecord(kpi, dept, parsed, number, unit, notes)
 
 
 def read_csv(path: Path | str, known_units: dict[str, str] | None = None) -> list[KPIRecord]:
@@ -98,36 +123,30 @@ def read_csv(path: Path | str, known_units: dict[str, str] | None = None) -> lis
 
     A KPI keeps one unit: across the file and against `known_units` (what the store holds).
     """
-    units = dict(known_units or {})
-    unit_line: dict[str, int] = {}
+    check = _Validator(known_units)
     records: list[KPIRecord] = []
     errors: list[tuple[int, str]] = []
     total = 0
     with open(path, newline="", encoding="utf-8-sig") as handle:
-        reader = csv.DictReader(handle)
-        header = [h.strip() for h in reader.fieldnames or []]
+        reader = csv.reader(handle)
+        header = [h.strip() for h in next(reader, [])]
         missing = [c for c in REQUIRED if c not in header]
         if missing:
-            raise CSVError(
-                str(path),
-                [(1, f"missing column(s): {', '.join(missing)}; expected {', '.join(COLUMNS)}")],
-                1,
-            )
-        reader.fieldnames = header
+            message = f"missing column(s): {', '.join(missing)}; expected {', '.join(COLUMNS)}"
+            raise CSVError(str(path), [(1, message)], 1)
+        at = [header.index(c) for c in REQUIRED]
+        notes_at = header.index("notes") if "notes" in header else None
+        width = len(header)
         for row in reader:
             line = reader.line_num
             try:
-                if None in row or any(row[c] is None for c in REQUIRED):
-                    raise ValueError(f"expected {len(header)} fields")
-                record = validate_row(row)
-                known = units.setdefault(record.kpi, record.unit)
-                unit_line.setdefault(record.kpi, line)
-                if known != record.unit:
-                    raise ValueError(
-                        f"unit {record.unit!r} differs from {known!r} used for "
-                        f"{record.kpi} (line {unit_line[record.kpi]} or the store)"
-                    )
-                records.append(record)
+                if len(row) != width:
+                    if not row:
+                        continue  # a blank line
+                    raise ValueError(f"expected {width} fields, found {len(row)}")
+                notes = row[notes_at] if notes_at is not None else ""
+                kpi, dept, month, value, unit = (row[i] for i in at)
+                records.append(check.row(line, kpi, dept, month, value, unit, notes))
             except ValueError as exc:
                 total += 1
                 if len(errors) < MAX_ERRORS:

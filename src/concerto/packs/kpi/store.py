@@ -6,8 +6,9 @@ feeds a full-text index), and a `$and` filter with `$gte`/`$lte` clauses takes ~
 over 84k entries, because each clause is evaluated over the whole collection before the
 intersection. An equality or `$in` filter on one indexed key stays at ~1-7 ms. So one
 entry holds the 12 months of one (kpi, department, year); its metadata carries `kpi`,
-`department`, `series`, `year`, `month_start`/`month_end` (YYYYMM integers, which ChromaDB
-can range-filter for ad-hoc use) and `block` (`kpi|department|year`). A query filters
+`department`, `year`, `unit`, `month_start`/`month_end` (YYYYMM integers, which ChromaDB
+can range-filter for ad-hoc use), `block` (`kpi|department|year`) and the months' values
+and notes as JSON (few keys: each one is a SQLite row per entry). A query filters
 `block $in [the years of the range]` and cuts the months in Python. 1M records are 84k
 entries: ingestion and the query both meet their goals (see benchmarks/results/kpi.md).
 
@@ -19,10 +20,12 @@ KPI and department descriptions: those are a few distinct texts, embedded once p
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
@@ -38,7 +41,9 @@ if TYPE_CHECKING:
 
 BLOCKS = "kpi_records"
 CATALOG = "kpi_catalog"
-_HNSW = {"space": "cosine", "batch_size": 1000, "sync_threshold": 10000}
+# A low ef_construction cuts HNSW insert time; the vectors serve browsing by meaning, not
+# the KPI query path, so a small loss of recall is acceptable.
+_HNSW = {"space": "cosine", "ef_construction": 32, "batch_size": 1000, "sync_threshold": 10000}
 
 
 @dataclass(frozen=True)
@@ -52,7 +57,35 @@ class Catalog:
     aliases: dict[tuple[str, str], tuple[str, ...]]
 
     def names(self, kind: str) -> list[str]:
-        return [name for k, name in self.keys if k == kind]
+        """Stored names of one kind ("kpi" or "department"), in catalog order."""
+        return [self.keys[i][1] for i in self.rows(kind)]
+
+    def rows(self, kind: str) -> list[int]:
+        """Row numbers (into `keys` and `vectors`) of one kind."""
+        return self._rows.get(kind, [])
+
+    def has(self, kind: str, name: str) -> bool:
+        return (kind, name) in self._keyset
+
+    @cached_property
+    def _rows(self) -> dict[str, list[int]]:
+        rows: dict[str, list[int]] = defaultdict(list)
+        for i, (kind, _) in enumerate(self.keys):
+            rows[kind].append(i)
+        return dict(rows)
+
+    @cached_property
+    def _keyset(self) -> set[tuple[str, str]]:
+        return set(self.keys)
+
+    @cached_property
+    def forms(self) -> dict[str, dict[str, str]]:
+        """kind → {written form: name}: each name and alias as space-separated words."""
+        out: dict[str, dict[str, str]] = defaultdict(dict)
+        for kind, name in self.keys:
+            for form in (name, *self.aliases.get((kind, name), ())):
+                out[kind][" ".join(re.findall(r"[a-z0-9]+", form.lower()))] = name
+        return dict(out)
 
 
 def _block_key(kpi: str, department: str, year: int) -> str:
@@ -140,9 +173,7 @@ class KPIStore:
             self.add(demo_records(), descriptions())
             return True
 
-    def add(
-        self, records: Iterable[KPIRecord], descriptions: dict[tuple[str, str], str] | None = None
-    ) -> int:
+    def add(self, records: Iterable[KPIRecord], descriptions: dict[tuple[str, str], str] | None = None) -> int:
         """Insert or replace records (same kpi, department and month); returns how many.
 
         Callers validate first (`read_csv`), so a batch only fails on a storage error.
@@ -182,22 +213,15 @@ class KPIStore:
                         {
                             "kpi": kpi,
                             "department": dept,
-                            "series": f"{kpi}|{dept}",
                             "block": bid,
                             "year": int(year),
                             "unit": catalog.units.get(kpi, units.get(kpi, "")),
                             "month_start": int(year) * 100 + min(months),
                             "month_end": int(year) * 100 + max(months),
-                            "n": len(months),
-                            "values": json.dumps(
-                                [[m, *months[m]] for m in sorted(months)], separators=(",", ":")
-                            ),
+                            "values": json.dumps([[m, *months[m]] for m in sorted(months)], separators=(",", ":")),
                         }
                     )
-                    v = (
-                        catalog.vectors[index["kpi", kpi]]
-                        + catalog.vectors[index["department", dept]]
-                    )
+                    v = catalog.vectors[index["kpi", kpi]] + catalog.vectors[index["department", dept]]
                     vectors.append(v / (np.linalg.norm(v) or 1.0))
                 self._blocks.upsert(ids=chunk, embeddings=np.stack(vectors), metadatas=metas)
         return count
@@ -221,7 +245,10 @@ class KPIStore:
         texts = demo_descriptions() | descriptions
         keys = sorted(new)
         docs = [texts.get(key, humanize(key[1])) for key in keys]
-        vectors = self.embedder.embed(docs)
+        import numpy as np
+
+        # Small batches: one padded batch of thousands of texts is slower than many of 64.
+        vectors = np.concatenate([self.embedder.embed(docs[i : i + 64]) for i in range(0, len(docs), 64)])
         metas = [
             {
                 "kind": kind,
@@ -294,7 +321,8 @@ class KPIStore:
         """First and last month held for one series, or None."""
         with self._lock:
             self._open()
-            got = self._blocks.get(where={"series": f"{kpi}|{department}"}, include=["metadatas"])
+            where = {"$and": [{"kpi": kpi}, {"department": department}]}
+            got = self._blocks.get(where=where, include=["metadatas"])
         if not got["ids"]:
             return None
         starts = [int(m["month_start"]) for m in got["metadatas"]]

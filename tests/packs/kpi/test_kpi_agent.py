@@ -1,0 +1,152 @@
+"""The `kpi` agent on the demo data: every spec example, meaning-based names, errors."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from concerto.agents.base import AgentContext, AgentFailure, AgentResult
+from concerto.agents.registry import load_registry
+from concerto.packs.kpi.agent import NO_DATA, KPIAgent
+from concerto.packs.kpi.store import KPIStore
+
+SINGLE = "kpi-attrition-rate department-home-loan month-2025-05-01"
+RANGE = "kpi-attrition-rate department-home-loan start-2025-02-01 end-2025-05-31"
+RANGE_N = "kpi-attrition-rate department-home-loan range-4-months start-2025-02-01 end-2025-05-31"
+SPEC = {
+    SINGLE: SINGLE,
+    RANGE: RANGE,
+    "home-loan attrition rate last month": SINGLE,
+    "home-loan attrition rate previous 4 months": RANGE_N,
+    RANGE_N: RANGE_N,
+}
+
+
+async def ask(agent: KPIAgent, context: AgentContext, question: str) -> AgentResult:
+    payload = await agent.prepare(question, context)
+    return await agent.run(context, payload)
+
+
+async def failure(agent: KPIAgent, context: AgentContext, question: str) -> AgentFailure:
+    with pytest.raises(AgentFailure) as info:
+        await ask(agent, context, question)
+    return info.value
+
+
+def test_registered_with_the_fixed_name() -> None:
+    registry = load_registry("kpi")
+    assert registry.get("kpi") is KPIAgent
+    assert KPIAgent.info.pack == "kpi" and KPIAgent.info.examples
+
+
+@pytest.mark.parametrize(("question", "expected"), list(SPEC.items()))
+async def test_spec_testing_formats(agent: KPIAgent, context: AgentContext, question: str, expected: str) -> None:
+    result = await ask(agent, context, question)
+    assert result.output["structured_query"] == expected
+    assert result.output["records"]
+    assert all(r["kpi"] == "attrition-rate" and r["department"] == "home-loan" for r in result.output["records"])
+
+
+async def test_single_month_answer(agent: KPIAgent, context: AgentContext, store: KPIStore) -> None:
+    result = await ask(agent, context, SINGLE)
+    (record,) = result.output["records"]
+    assert record["month"] == "2025-05-01" and record["unit"] == "%"
+    assert "statistics" not in result.output
+    assert re.fullmatch(r"Home-loan attrition rate was \d+\.\d+% in May 2025\.", result.summary or "")
+
+
+async def test_range_answer_has_change_min_max_trend(agent: KPIAgent, context: AgentContext) -> None:
+    result = await ask(agent, context, "home-loan attrition rate previous 4 months")
+    records = result.output["records"]
+    assert [r["month"] for r in records] == ["2025-02-01", "2025-03-01", "2025-04-01", "2025-05-01"]
+    stats = result.output["statistics"]
+    values = [r["value"] for r in records]
+    assert stats["min"] == min(values) and stats["max"] == max(values)
+    assert stats["change"] == pytest.approx(values[-1] - values[0])
+    assert stats["trend"] in {"rising", "falling", "stable"}
+    assert re.fullmatch(
+        r"Home-loan attrition rate (rose from|fell from|was unchanged at) .* between February and "
+        r"May 2025 \(min .*%, max .*%, trend (rising|falling|stable)\)\.",
+        result.summary or "",
+    )
+
+
+@pytest.mark.parametrize(
+    ("question", "kpi", "department"),
+    [
+        ("What was the employee turnover in the home loan team for March 2025?", "attrition-rate", "home-loan"),
+        ("attrition for home loans last month", "attrition-rate", "home-loan"),
+        ("staff turnover in mortgages previous 3 months", "attrition-rate", "home-loan"),
+        ("credit card customer satisfaction from February to May 2025", "customer-satisfaction", "credit-card"),
+        ("call centre handling time last month", "average-handling-time", "customer-service"),
+        ("revenue of wealth management this year so far", "revenue", "wealth-management"),
+    ],
+)
+async def test_names_matched_by_meaning(
+    agent: KPIAgent, context: AgentContext, question: str, kpi: str, department: str
+) -> None:
+    result = await ask(agent, context, question)
+    assert (result.output["kpi"], result.output["department"]) == (kpi, department)
+    assert result.output["structured_query"].startswith(f"kpi-{kpi} department-{department} ")
+
+
+async def test_no_data(agent: KPIAgent, context: AgentContext) -> None:
+    err = await failure(agent, context, "kpi-attrition-rate department-home-loan month-2030-05-01")
+    assert err.message == NO_DATA and err.error_type == "no_data"
+    assert err.output["structured_query"].endswith("month-2030-05-01")
+    assert "2023-01" in (err.suggestion or "")
+
+
+@pytest.mark.parametrize(
+    ("question", "error_type", "named"),
+    [
+        ("kpi-attrition department-home-loan month-2025-05-01", "unknown_kpi", "attrition-rate"),
+        ("kpi-attrition-rate department-home-loans month-2025-05-01", "unknown_department", "home-loan"),
+        ("attrition rate of the zebra department last month", "unknown_department", "home-loan"),
+        ("attrition rate last month", "missing_department", "home-loan"),
+    ],
+)
+async def test_unknown_names_get_suggestions(
+    agent: KPIAgent, context: AgentContext, question: str, error_type: str, named: str
+) -> None:
+    err = await failure(agent, context, question)
+    assert err.error_type == error_type
+    assert named in err.message
+
+
+@pytest.mark.parametrize(
+    ("question", "error_type"),
+    [
+        ("kpi-attrition-rate department-home-loan month-2025-13-01", "invalid_date"),
+        ("kpi-attrition-rate department-home-loan month-2025-05-32", "invalid_date"),
+        ("kpi-attrition-rate department-home-loan start-2025-05-01 end-2025-02-28", "invalid_format"),
+        ("kpi-attrition-rate month-2025-05-01", "invalid_format"),
+        ("home-loan attrition rate for 2025-13", "invalid_date"),
+        ("home-loan attrition rate " + "x" * 10_000, "invalid_input"),
+        ("x" * 10_000, "invalid_input"),
+    ],
+)
+async def test_bad_input(agent: KPIAgent, context: AgentContext, question: str, error_type: str) -> None:
+    err = await failure(agent, context, question)
+    assert err.error_type == error_type
+    assert len(err.message) < 1500
+
+
+def test_match_structured_claims_only_the_format(agent: KPIAgent) -> None:
+    assert agent.match_structured(SINGLE) == {"query": SINGLE}
+    assert agent.match_structured("kpi-attrition-rate month-2025-05-01") is not None
+    assert agent.match_structured("home-loan attrition rate last month") is None
+    assert agent.match_structured("what is a kpi?") is None
+
+
+async def test_prepare_returns_the_agreed_format(agent: KPIAgent, context: AgentContext) -> None:
+    payload: dict[str, Any] = await agent.prepare("home-loan attrition rate last month", context)
+    assert payload["query"] == "kpi-attrition-rate department-home-loan month-2025-05-01"
+    assert payload["interpretation"]["department"]["method"] == "exact"
+
+
+async def test_run_accepts_plain_language_without_prepare(agent: KPIAgent, context: AgentContext) -> None:
+    result = await agent.run(context, {"request": "home-loan attrition rate last month"})
+    assert result.output["structured_query"].endswith("month-2025-05-01")
