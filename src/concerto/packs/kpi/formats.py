@@ -98,7 +98,7 @@ class KPIQuery(BaseModel):
     month: date | None = None
     start: date | None = None
     end: date | None = None
-    range_months: int | None = Field(None, ge=1, le=1200)
+    range_months: int | None = Field(None, ge=1, le=9999)
 
     @model_validator(mode="after")
     def _shape(self) -> KPIQuery:
