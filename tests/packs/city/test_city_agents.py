@@ -55,9 +55,7 @@ async def test_temperature(settings: Settings, resources: Resources, provider: R
     assert cold.summary == "It is -12.4°F and snow in Fairbanks, AK."
 
 
-async def test_datetime_across_dst_phoenix_and_honolulu(
-    settings: Settings, resources: Resources
-) -> None:
+async def test_datetime_across_dst_phoenix_and_honolulu(settings: Settings, resources: Resources) -> None:
     agent = DateTimeAgent(settings, resources)
     cases = {
         ("Chicago", "2025-03-09T07:59:00+00:00"): ("2025-03-09T01:59:00-06:00", "-06:00"),
@@ -104,9 +102,7 @@ async def test_one_session_per_server_is_reused(settings: Settings, resources: R
     server = resources.get("city.mcp.datetime", lambda: None)
     assert isinstance(server, MCPServer) and server.connected
     session = await server.session()
-    results = await asyncio.gather(
-        *(agent.run(ctx, {"city": c}) for c in ("Miami", "Denver", "Austin"))
-    )
+    results = await asyncio.gather(*(agent.run(ctx, {"city": c}) for c in ("Miami", "Denver", "Austin")))
     assert [r.output["timezone"] for r in results] == [
         "America/New_York",
         "America/Denver",
@@ -117,9 +113,7 @@ async def test_one_session_per_server_is_reused(settings: Settings, resources: R
     assert not server.connected
 
 
-async def test_ambiguous_unknown_and_missing_cities(
-    settings: Settings, resources: Resources
-) -> None:
+async def test_ambiguous_unknown_and_missing_cities(settings: Settings, resources: Resources) -> None:
     agent = TemperatureAgent(settings, resources)
     ctx = make_context("q", now=NOW, settings=settings, resources=resources)
     with pytest.raises(AgentFailure, match="several cities named Springfield") as err:
@@ -133,10 +127,7 @@ async def test_ambiguous_unknown_and_missing_cities(
 
     with pytest.raises(AgentFailure, match="not a US city I know") as err:
         await agent.run(ctx, await agent.prepare("weather in Seatle?", ctx))
-    assert (
-        err.value.error_type == "city_not_found"
-        and err.value.details["options"][0] == "Seattle, WA"
-    )
+    assert err.value.error_type == "city_not_found" and err.value.details["options"][0] == "Seattle, WA"
 
     with pytest.raises(AgentFailure, match="Which city") as err:
         await agent.run(ctx, await agent.prepare("how hot is it?", ctx))
@@ -177,26 +168,19 @@ async def test_offline_provider_is_a_clear_error(tmp_path: object, provider: Rep
     try:
         with pytest.raises(AgentFailure, match="cannot be reached") as err:
             await TemperatureAgent(settings, resources).run(ctx, {"city": "Boston"})
-        assert (
-            err.value.kind == ErrorKind.UNAVAILABLE
-            and err.value.error_type == "provider_unavailable"
-        )
+        assert err.value.kind == ErrorKind.UNAVAILABLE and err.value.error_type == "provider_unavailable"
     finally:
         await resources.aclose()
 
 
-async def test_agents_over_streamable_http(
-    tmp_path: object, provider: Replay, http_servers: dict[str, str]
-) -> None:
+async def test_agents_over_streamable_http(tmp_path: object, provider: Replay, http_servers: dict[str, str]) -> None:
     from pathlib import Path
 
     path = servers_file(
         Path(str(tmp_path)),
         "\n".join(f"- name: {kind}\n  url: {url}" for kind, url in http_servers.items()),
     )
-    settings = Settings(
-        weather_url=provider.url, mcp_servers_file=path, mcp_connect_timeout_ms=20000
-    )
+    settings = Settings(weather_url=provider.url, mcp_servers_file=path, mcp_connect_timeout_ms=20000)
     resources = Resources(settings)
     ctx = make_context("q", now=NOW, settings=settings, resources=resources)
     try:
@@ -211,15 +195,11 @@ async def test_agents_over_streamable_http(
         await resources.aclose()
 
 
-async def test_at_most_city_max_concurrency_requests_at_once(
-    tmp_path: object, provider: Replay
-) -> None:
+async def test_at_most_city_max_concurrency_requests_at_once(tmp_path: object, provider: Replay) -> None:
     import time
 
     provider.set(delay_s=0.3)
-    settings = Settings(
-        weather_url=provider.url, city_max_concurrency=1, mcp_connect_timeout_ms=20000
-    )
+    settings = Settings(weather_url=provider.url, city_max_concurrency=1, mcp_connect_timeout_ms=20000)
     resources = Resources(settings)
     agent = TemperatureAgent(settings, resources)
     ctx = make_context("q", now=NOW, settings=settings, resources=resources)

@@ -86,9 +86,7 @@ async def test_server_that_never_answers_times_out_on_connect(tmp_path: Path) ->
     resources = Resources(settings)
     started = time.monotonic()
     try:
-        with pytest.raises(
-            AgentFailure, match=r"did not complete the connection within 0\.5 s"
-        ) as err:
+        with pytest.raises(AgentFailure, match=r"did not complete the connection within 0\.5 s") as err:
             await run_temperature(settings, resources, "Boston")
         assert time.monotonic() - started < 2  # reported at the timeout, not after the clean-up
     finally:
@@ -129,9 +127,7 @@ async def test_request_timeout(tmp_path: Path) -> None:
     resources = Resources(settings)
     started = time.monotonic()
     try:
-        with pytest.raises(
-            AgentFailure, match=r"did not answer getTemperature within 0\.7 s"
-        ) as err:
+        with pytest.raises(AgentFailure, match=r"did not answer getTemperature within 0\.7 s") as err:
             await run_temperature(settings, resources, "Slowville")
         assert err.value.kind == ErrorKind.TIMEOUT
         # The session survives a slow call.

@@ -59,9 +59,7 @@ async def call(session: ClientSession, tool: str, args: dict[str, Any]) -> Any:
     return await session.call_tool(tool, args)
 
 
-async def test_weather_tool(
-    transport: str, provider: Replay, maybe_http: dict[str, str] | None
-) -> None:
+async def test_weather_tool(transport: str, provider: Replay, maybe_http: dict[str, str] | None) -> None:
     async with open_session("weather", transport, provider.url, maybe_http) as session:
         tools = (await session.list_tools()).tools
         assert [t.name for t in tools] == ["getTemperature"]
@@ -78,15 +76,11 @@ async def test_weather_tool(
     assert float(asked["latitude"][0]) == pytest.approx(47.606, abs=0.01)
 
 
-async def test_datetime_tool(
-    transport: str, provider: Replay, maybe_http: dict[str, str] | None
-) -> None:
+async def test_datetime_tool(transport: str, provider: Replay, maybe_http: dict[str, str] | None) -> None:
     async with open_session("datetime", transport, provider.url, maybe_http) as session:
         tools = (await session.list_tools()).tools
         assert [t.name for t in tools] == ["getDateTime"]
-        result = await session.call_tool(
-            "getDateTime", {"city": "chicago", "at": "2025-07-04T17:00:00Z"}
-        )
+        result = await session.call_tool("getDateTime", {"city": "chicago", "at": "2025-07-04T17:00:00Z"})
         now = await session.call_tool("getDateTime", {"city": "Denver"})
     body = DateTimeResult.model_validate(result.structuredContent)
     assert body.model_dump() == {
@@ -98,9 +92,7 @@ async def test_datetime_tool(
     assert DateTimeResult.model_validate(now.structuredContent).timezone == "America/Denver"
 
 
-async def test_echo_tool(
-    transport: str, provider: Replay, maybe_http: dict[str, str] | None
-) -> None:
+async def test_echo_tool(transport: str, provider: Replay, maybe_http: dict[str, str] | None) -> None:
     text = 'Ünïcödé "quotes" <tags> & newlines\nand tabs\t— 🎵'
     async with open_session("echo", transport, provider.url, maybe_http) as session:
         ok = await session.call_tool("echo", {"text": text})

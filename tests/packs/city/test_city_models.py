@@ -158,9 +158,7 @@ def test_query_response_from_an_error_response() -> None:
         total_latency_ms=12,
     )
     response = to_query_response(error)
-    assert response.message == "No agent could answer." and response.errors == [
-        "No agent could answer."
-    ]
+    assert response.message == "No agent could answer." and response.errors == ["No agent could answer."]
 
 
 def test_cli_help_documents_every_command_and_option() -> None:
