@@ -10,4 +10,6 @@ if [ ! -x .venv/bin/python ]; then
 fi
 spec="."
 [ -n "$extras" ] && spec=".[$extras]"
-.venv/bin/python -m pip install --quiet -e "$spec"
+# This machine's pip config lists local index folders that may not exist; pip warns once
+# per package about them. Keep the rest of stderr.
+.venv/bin/python -m pip install --quiet -e "$spec" 2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
