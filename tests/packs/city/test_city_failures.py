@@ -176,3 +176,15 @@ async def test_aclose_stops_the_server_process(tmp_path: Path) -> None:
         await asyncio.sleep(0.1)
     else:
         pytest.fail("the MCP server process is still running after aclose()")
+
+
+async def test_broken_servers_file_is_an_agent_error(tmp_path: Path) -> None:
+    path = servers_file(tmp_path, "- name: weather\n")
+    settings = Settings(data_dir=tmp_path, mcp_servers_file=path)
+    resources = Resources(settings)
+    try:
+        with pytest.raises(AgentFailure, match="exactly one of `command` or `url`") as err:
+            await run_temperature(settings, resources, "Boston")
+    finally:
+        await resources.aclose()
+    assert err.value.error_type == "config_error"

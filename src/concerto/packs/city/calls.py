@@ -23,9 +23,7 @@ _ERROR_TYPES = {
 }
 
 
-async def call_tool(
-    context: AgentContext, server: str, tool: str, arguments: dict[str, Any]
-) -> dict[str, Any]:
+async def call_tool(context: AgentContext, server: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
     """Call `tool` on the named server through the orchestrator's shared session.
 
     Every failure becomes an `AgentFailure` whose message a user can act on; the
@@ -33,6 +31,7 @@ async def call_tool(
     `details`.
     """
     from concerto.packs.city.client import MCPCallError, server_for
+    from concerto.packs.city.config import ServersFileError
 
     await context.emit(
         EventType.ACTION,
@@ -48,6 +47,13 @@ async def call_tool(
         async with limit:
             mcp = server_for(context.resources, server, context.settings)
             return await mcp.call(tool, arguments)
+    except ServersFileError as exc:
+        raise AgentFailure(
+            str(exc),
+            error_type="config_error",
+            kind=ErrorKind.ERROR,
+            suggestion="Fix the file named by CONCERTO_MCP_SERVERS_FILE.",
+        ) from None
     except MCPCallError as exc:
         reason = str(exc.data.get("reason") or "")
         error_type = (
@@ -76,9 +82,7 @@ def check_result(model: type[M], data: dict[str, Any], server: str, tool: str) -
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'result'}: {e['msg']}" for e in exc.errors()
-        )
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'result'}: {e['msg']}" for e in exc.errors())
         raise AgentFailure(
             f"The {server} MCP server returned a malformed {tool} result ({problems}).",
             error_type="malformed_response",

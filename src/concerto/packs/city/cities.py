@@ -218,9 +218,7 @@ def resolve(text: str) -> City:
 def suggestions(name: str, state: str | None = None, n: int = 3) -> list[str]:
     """The closest real city names, largest first among equally close ones."""
     t = table()
-    keys = [
-        k for k, cities in t.by_name.items() if not state or any(c.state == state for c in cities)
-    ]
+    keys = [k for k, cities in t.by_name.items() if not state or any(c.state == state for c in cities)]
     close = difflib.get_close_matches(normalize(name), keys, n=n, cutoff=0.6)
     out: list[str] = []
     for key in close:

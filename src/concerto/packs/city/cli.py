@@ -25,9 +25,7 @@ def mcp() -> None:
     show_default=True,
     help="stdio: JSON-RPC on stdin/stdout; http: streamable HTTP at path /mcp.",
 )
-@click.option(
-    "--host", default="127.0.0.1", show_default=True, help="Interface to listen on (http)."
-)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on (http).")
 @click.option("--port", type=int, default=8000, show_default=True, help="Port to listen on (http).")
 def serve(server: str, transport: str, host: str, port: int) -> None:
     """Run one MCP server: weather (getTemperature), datetime (getDateTime) or echo (echo).

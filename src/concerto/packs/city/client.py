@@ -75,9 +75,7 @@ def builtin_spec(kind: str, settings: Settings) -> ServerSpec:
 class MCPCallError(Exception):
     """A failed connection or tool call; `code` is the server's MCPError code when it sent one."""
 
-    def __init__(
-        self, message: str, *, kind: ErrorKind, code: int = -1, data: dict[str, Any] | None = None
-    ) -> None:
+    def __init__(self, message: str, *, kind: ErrorKind, code: int = -1, data: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.kind = kind
@@ -170,9 +168,7 @@ class MCPServer:
                     timeout=httpx.Timeout(self.request_timeout_s, connect=self.connect_timeout_s),
                 )
             )
-            read, write, _ = await stack.enter_async_context(
-                streamable_http_client(spec.url, http_client=client)
-            )
+            read, write, _ = await stack.enter_async_context(streamable_http_client(spec.url, http_client=client))
             return read, write
         from mcp import StdioServerParameters
         from mcp.client.stdio import stdio_client
@@ -232,9 +228,7 @@ class MCPServer:
         session = await self.session()
         try:
             result = await asyncio.wait_for(
-                session.call_tool(
-                    tool, arguments, read_timeout_seconds=timedelta(seconds=self.request_timeout_s)
-                ),
+                session.call_tool(tool, arguments, read_timeout_seconds=timedelta(seconds=self.request_timeout_s)),
                 self.request_timeout_s + 0.5,
             )
         except (TimeoutError, McpError) as exc:
@@ -242,8 +236,7 @@ class MCPServer:
             if not timed_out:
                 await self._forget()
             raise MCPCallError(
-                f"MCP server '{self.spec.name}' did not answer {tool} within "
-                f"{self.request_timeout_s:g} s."
+                f"MCP server '{self.spec.name}' did not answer {tool} within {self.request_timeout_s:g} s."
                 if timed_out
                 else f"MCP server '{self.spec.name}' failed during {tool}: {exc}. "
                 "It will be restarted on the next request.",

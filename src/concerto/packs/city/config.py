@@ -45,10 +45,7 @@ def load_servers(path: Path | str | None) -> list[ServerSpec]:
         try:
             specs.append(ServerSpec.model_validate(entry))
         except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or 'server'}: {e['msg']}"
-                for e in exc.errors()
-            )
+            problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'server'}: {e['msg']}" for e in exc.errors())
             raise ServersFileError(f"{path}: server #{i + 1}: {problems}") from None
     names = [s.name for s in specs]
     dupes = sorted({n for n in names if names.count(n) > 1})
@@ -66,6 +63,4 @@ def _entries(data: Any, path: Path) -> list[Any]:
         return list(data["servers"])
     if isinstance(data, dict) and isinstance(data.get("mcpServers"), dict):
         return [{"name": name, **(body or {})} for name, body in data["mcpServers"].items()]
-    raise ServersFileError(
-        f"{path}: expected a list of servers, a `servers:` list or an `mcpServers:` map"
-    )
+    raise ServersFileError(f"{path}: expected a list of servers, a `servers:` list or an `mcpServers:` map")

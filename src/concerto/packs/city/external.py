@@ -87,9 +87,7 @@ async def _list_tools(spec: ServerSpec, settings: Settings) -> list[Tool]:
 def make_tool_agent(spec: ServerSpec, tool: Tool, name: str) -> type[Agent]:
     """An agent class that calls `tool` on the server `spec` describes."""
     schema: dict[str, Any] = dict(tool.inputSchema or {})
-    description = (
-        tool.description or f"The {tool.name} tool of the {spec.name} MCP server."
-    ).strip()
+    description = (tool.description or f"The {tool.name} tool of the {spec.name} MCP server.").strip()
     if spec.description:
         description = f"{spec.description.strip()} {description}"
     first_sentence = re.split(r"(?<=[.!?])\s", description, maxsplit=1)[0]
@@ -128,9 +126,7 @@ def make_tool_agent(spec: ServerSpec, tool: Tool, name: str) -> type[Agent]:
     return ToolAgent
 
 
-async def arguments_for(
-    request: str, schema: dict[str, Any], context: AgentContext
-) -> dict[str, Any]:
+async def arguments_for(request: str, schema: dict[str, Any], context: AgentContext) -> dict[str, Any]:
     """Tool arguments from the question.
 
     A JSON object in the question is taken as is; `key=value` pairs fill properties of
@@ -180,9 +176,7 @@ def _coerce(value: str, body: dict[str, Any]) -> Any:
     return value
 
 
-async def _llm_arguments(
-    request: str, schema: dict[str, Any], context: AgentContext
-) -> dict[str, Any]:
+async def _llm_arguments(request: str, schema: dict[str, Any], context: AgentContext) -> dict[str, Any]:
     from concerto.llm.base import LLMError, Message
 
     assert context.llm is not None

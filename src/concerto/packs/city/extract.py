@@ -77,9 +77,7 @@ def extract_city(question: str) -> str:
     return m.group("name") if m else ""
 
 
-def _state_after(
-    question: str, words: list[tuple[str, int, int]], j: int
-) -> tuple[str | None, int]:
+def _state_after(question: str, words: list[tuple[str, int, int]], j: int) -> tuple[str | None, int]:
     """A state code or name right after word `j` ("IL", "Illinois", "New Mexico")."""
     t = table()
     for n in (2, 1):

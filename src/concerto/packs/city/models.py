@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Iterable
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator, model_validator
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
-
     from concerto.contracts.events import Event
     from concerto.contracts.orchestrator import OrchestratorErrorResponse, OrchestratorOutput
 
@@ -55,9 +54,7 @@ class MCPError(BaseModel):
 def _check_fahrenheit(value: float, unit: str) -> float:
     fahrenheit = value if unit == "F" else value * 9 / 5 + 32
     if not MIN_TEMPERATURE_F <= fahrenheit <= MAX_TEMPERATURE_F:
-        raise ValueError(
-            f"temperature {value}°{unit} is outside {MIN_TEMPERATURE_F:g}..{MAX_TEMPERATURE_F:g} °F"
-        )
+        raise ValueError(f"temperature {value}°{unit} is outside {MIN_TEMPERATURE_F:g}..{MAX_TEMPERATURE_F:g} °F")
     return value
 
 
@@ -178,6 +175,9 @@ class QueryResponse(BaseModel):
 
     query_id: str = ""
     message: str
+    query_type: QueryType | None = Field(
+        None, description="Temperature, DateTime or Both, from the city agents that were invoked"
+    )
     temperature: TemperatureData | None = None
     datetime: DateTimeData | None = None
     echo: EchoData | None = None
@@ -245,6 +245,7 @@ def to_query_response(
     return QueryResponse(
         query_id=output.query_id,
         message=message,
+        query_type=query_type(invoked),
         temperature=data.get(AgentType.TEMPERATURE),
         datetime=data.get(AgentType.DATETIME),
         echo=data.get(AgentType.ECHO),
@@ -253,6 +254,15 @@ def to_query_response(
         errors=errors,
         duration=dt.timedelta(milliseconds=max(output.total_latency_ms, 0.001)),
     )
+
+
+def query_type(agents: Iterable[str]) -> QueryType | None:
+    """The spec's query type from the agents a plan used (None when neither city agent ran)."""
+    names = set(agents)
+    weather, clock = AgentType.TEMPERATURE in names, AgentType.DATETIME in names
+    if weather and clock:
+        return QueryType.BOTH
+    return QueryType.TEMPERATURE if weather else QueryType.DATETIME if clock else None
 
 
 def _event_line(event: Event) -> str:

@@ -55,9 +55,7 @@ def _resolve(city: str) -> Any:
     try:
         return resolve(city)
     except CityError as exc:
-        raise tool_error(
-            exc.code, exc.message, {"reason": exc.reason, "options": exc.options}
-        ) from None
+        raise tool_error(exc.code, exc.message, {"reason": exc.reason, "options": exc.options}) from None
 
 
 def build_server(kind: ServerKind, *, host: str = "127.0.0.1", port: int = 8000) -> FastMCP:
@@ -105,9 +103,7 @@ def _add_weather(server: FastMCP) -> None:
         if not clients:
             clients.append(httpx.AsyncClient(timeout=PROVIDER_TIMEOUT_S))
         try:
-            result = await current_temperature(
-                place, base_url, timeout_s=PROVIDER_TIMEOUT_S, client=clients[0]
-            )
+            result = await current_temperature(place, base_url, timeout_s=PROVIDER_TIMEOUT_S, client=clients[0])
         except WeatherError as exc:
             raise tool_error(exc.code, exc.message) from None
         return result.model_dump()

@@ -85,8 +85,7 @@ async def current_temperature(
         response = await http.get(url, params=params, timeout=timeout_s)
     except httpx.TimeoutException:
         raise WeatherError(
-            f"The weather provider at {base_url} did not answer within {timeout_s:g} s. "
-            "Try again in a moment.",
+            f"The weather provider at {base_url} did not answer within {timeout_s:g} s. Try again in a moment.",
             code=504,
         ) from None
     except httpx.HTTPError as exc:
@@ -112,9 +111,7 @@ def parse_forecast(status: int, body: bytes, city: City) -> WeatherResult:
     if status >= 400:
         reason = data.get("reason") if isinstance(data, dict) else None
         raise WeatherError(
-            f"The weather provider refused the request (HTTP {status}"
-            + (f": {reason}" if reason else "")
-            + ").",
+            f"The weather provider refused the request (HTTP {status}" + (f": {reason}" if reason else "") + ").",
             code=502,
         )
     try:
@@ -138,7 +135,6 @@ def parse_forecast(status: int, body: bytes, city: City) -> WeatherResult:
         )
     except ValueError:
         raise WeatherError(
-            f"The weather provider reported an implausible {value}°{unit} for {city.label} "
-            "(valid: -100 to 150 °F).",
+            f"The weather provider reported an implausible {value}°{unit} for {city.label} (valid: -100 to 150 °F).",
             code=502,
         ) from None
