@@ -38,3 +38,28 @@ def test_duplicate_names_and_missing_info_are_refused() -> None:
 def test_agent_names_are_identifiers() -> None:
     with pytest.raises(ValueError):
         AgentInfo(name="Bad Name", description="x")
+
+
+def test_third_party_plugin_is_found_through_its_entry_point(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A package installed beside Concerto adds an agent by declaring `concerto.agents`."""
+    pkg = tmp_path / "acme_agents"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(
+        "from concerto import Agent, AgentInfo, AgentResult, register_agent\n"
+        "@register_agent\n"
+        "class Weatherish(Agent):\n"
+        "    info = AgentInfo(name='acme_forecast', description='Forecasts', pack='acme')\n"
+        "    async def run(self, context, payload):\n"
+        "        return AgentResult(summary='sunny')\n"
+    )
+    dist = tmp_path / "acme_agents-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-agents\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[concerto.agents]\nacme = acme_agents\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from concerto.agents import registry as module
+
+    monkeypatch.setattr(module._default, "_agents", dict(module._default._agents))  # undone after the test
+    assert load_registry("acme").names() == ["acme_forecast"]
+    assert "acme_forecast" in load_registry().names()
+    assert "acme_forecast" not in load_registry("city").names()
