@@ -149,11 +149,13 @@ def _over(expression: str) -> str:
 
 def summarize(result: MetricsQueryResult, query: MetricsQuery) -> str:
     """One sentence saying what the numbers mean, with the unit."""
-    what = f"{result.label[:1].upper()}{result.label[1:]}{_where(query)}"
+    label = result.label
+    # A metric name keeps its spelling; a phrase starts the sentence with a capital.
+    what = (label if "_" in label.split(" ")[0] else label[:1].upper() + label[1:]) + _where(query)
     expression = result.time_range.expression
     stats = result.statistics
     if stats is None or result.value is None:
-        lowered = what if what[1:2].isupper() else what[:1].lower() + what[1:]
+        lowered = what if what[1:2].isupper() or "_" in what.split(" ")[0] else what[:1].lower() + what[1:]
         return f"No data for {lowered} {_over(expression)}."
     u = result.unit
 

@@ -118,6 +118,7 @@ async def llm_parse(
     }
     concept = CONCEPTS_BY_KEY.get(parsed.metric)
     if concept is not None:
+        common["aggregation"] = parsed.aggregation or concept.default_aggregation
         built = build_concept(concept, catalog, parsed.filters, step, parsed.aggregation)
         if built is not None:
             return MetricsQuery(

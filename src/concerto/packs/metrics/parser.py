@@ -217,7 +217,9 @@ def parse_question(
         )
     best = ranked[0]
     if best.concept is not None:
-        concept_built = build_concept(CONCEPTS_BY_KEY[best.name], catalog, parts.filters, step, parts.aggregation)
+        concept = CONCEPTS_BY_KEY[best.name]
+        parts.aggregation = parts.aggregation or concept.default_aggregation
+        concept_built = build_concept(concept, catalog, parts.filters, step, parts.aggregation)
         if concept_built is not None:
             return _query(
                 best.name,

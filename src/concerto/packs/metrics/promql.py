@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from concerto.packs.metrics.models import QUANTILES, Aggregation
 
@@ -93,7 +93,7 @@ class Concept:
     requires: tuple[str, ...]
     build: Callable[[list[str], Mapping[str, str], str, Aggregation | None], str]
     needs_bucket: bool = False
-    examples: tuple[str, ...] = field(default=())
+    default_aggregation: Aggregation | None = None  # e.g. uptime: the latest value matters
 
     def resolve(self, names: Mapping[str, object]) -> list[str] | None:
         """The metrics this concept would read from `names`, or None if one is missing."""
@@ -257,7 +257,7 @@ CONCEPTS: tuple[Concept, ...] = (
     ),
     Concept(
         "load_average",
-        "Load average",
+        "System load",
         "System load average: the load on the machine, runnable processes over a minute",
         "",
         ("node_load1",),
@@ -295,6 +295,7 @@ CONCEPTS: tuple[Concept, ...] = (
         "targets",
         ("up",),
         _gauge("sum"),
+        default_aggregation="last",
     ),
     Concept(
         "uptime",
@@ -303,6 +304,15 @@ CONCEPTS: tuple[Concept, ...] = (
         "seconds",
         ("node_boot_time_seconds",),
         _uptime,
+        default_aggregation="last",
+    ),
+    Concept(
+        "network_errors",
+        "Network errors",
+        "Network errors: receive and transmit errors per second on network interfaces",
+        "errors/s",
+        ("node_network_receive_errs_total", "node_network_transmit_errs_total"),
+        _sum_rate(_NET),
     ),
 )
 CONCEPTS_BY_KEY = {c.key: c for c in CONCEPTS}
@@ -384,14 +394,14 @@ def build_metric(
             f"sum(rate({selector(name, filters)}[{w}]))",
             [name],
             unit_of(name, meta_unit, rated=True),
-            f"{name} per second",
+            name,
         )
     if aggregation == "rate":
         return Built(
             f"sum(deriv({selector(name, filters)}[{w}]))",
             [name],
             unit_of(name, meta_unit, rated=True),
-            f"change of {name} per second",
+            f"change of {name}",
         )
     outer = {"sum": "sum", "max": "max", "min": "min", "count": "count"}.get(aggregation or "", "avg")
     return Built(f"{outer}({selector(name, filters)})", [name], unit_of(name, meta_unit), name)
