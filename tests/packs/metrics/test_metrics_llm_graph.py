@@ -84,6 +84,18 @@ async def test_invalid_llm_replies_are_parsing_errors(
     assert info.value.details["llm_reply"] == reply  # kept for logs
 
 
+async def test_anomalies_stay_unsupported_when_the_llm_misses_them(
+    prom_settings: Settings, shared_embedder: Embedder
+) -> None:
+    reply = '{"metric": "cpu_usage", "window": "last hour", "operation": "query"}'
+    with pytest.raises(AgentFailure) as info:
+        await _run(
+            _context(prom_settings, shared_embedder, ScriptedLLM([reply])),
+            "Show anomalies in CPU usage",
+        )
+    assert info.value.error_type == "unsupported_operation"
+
+
 async def test_llm_naming_an_unknown_metric(prom_settings: Settings, shared_embedder: Embedder) -> None:
     reply = '{"metric": "node_cpu_seconds", "window": "last hour"}'
     with pytest.raises(AgentFailure) as info:

@@ -90,7 +90,7 @@ async def _parse(
         from concerto.packs.metrics.llm_parse import llm_parse
 
         try:
-            return await llm_parse(question, now, deps.llm, catalog, embedder, cached)
+            parsed = await llm_parse(question, now, deps.llm, catalog, embedder, cached)
         except LLMError as exc:
             if exc.kind not in ("unavailable", "timeout"):
                 raise MetricsQueryFailure(
@@ -100,6 +100,14 @@ async def _parse(
                     details={"llm_error": str(exc), "kind": exc.kind},
                 ) from exc
             log.warning("LLM unavailable (%s); parsing the metrics question deterministically", exc)
+        else:
+            # A small model may miss "anomalies" or "forecast"; the words alone decide that.
+            from concerto.packs.metrics.parser import read_text
+
+            operation = read_text(question, now).operation
+            if operation != "query":
+                parsed = parsed.model_copy(update={"operation": operation})
+            return parsed
     return parse_question(question, now, catalog, embedder, cached)
 
 
