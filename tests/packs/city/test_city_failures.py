@@ -188,3 +188,17 @@ async def test_broken_servers_file_is_an_agent_error(tmp_path: Path) -> None:
     finally:
         await resources.aclose()
     assert err.value.error_type == "config_error"
+
+
+async def test_server_that_died_while_idle_is_restarted_transparently(tmp_path: Path) -> None:
+    settings = odd_weather_settings(tmp_path)
+    resources = Resources(settings)
+    try:
+        await run_temperature(settings, resources, "Anytown")
+        first_pid = int((tmp_path / "pid").read_text())
+        os.kill(first_pid, signal.SIGKILL)
+        await asyncio.sleep(0.3)
+        assert (await run_temperature(settings, resources, "Anytown"))["temperature"] == 55.0
+        assert int((tmp_path / "pid").read_text()) != first_pid
+    finally:
+        await resources.aclose()

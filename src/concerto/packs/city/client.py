@@ -220,34 +220,29 @@ class MCPServer:
                 return tools
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        """Call a tool; return its structured result or raise `MCPCallError`."""
-        from mcp.shared.exceptions import McpError
+        """Call a tool; return its structured result or raise `MCPCallError`.
+
+        A server that died while idle is noticed when the request cannot even be sent;
+        then the server is restarted and the request sent once more. A server that dies
+        while handling the request is not asked again (the request may be what kills it).
+        """
+        import anyio
 
         from concerto.packs.city.servers import parse_tool_error
 
-        session = await self.session()
-        try:
-            result = await asyncio.wait_for(
-                session.call_tool(tool, arguments, read_timeout_seconds=timedelta(seconds=self.request_timeout_s)),
-                self.request_timeout_s + 0.5,
-            )
-        except (TimeoutError, McpError) as exc:
-            timed_out = isinstance(exc, TimeoutError) or "Timed out" in str(exc)
-            if not timed_out:
+        for attempt in (1, 2):
+            session = await self.session()
+            try:
+                result = await self._send(session, tool, arguments)
+                break
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
                 await self._forget()
-            raise MCPCallError(
-                f"MCP server '{self.spec.name}' did not answer {tool} within {self.request_timeout_s:g} s."
-                if timed_out
-                else f"MCP server '{self.spec.name}' failed during {tool}: {exc}. "
-                "It will be restarted on the next request.",
-                kind=ErrorKind.TIMEOUT if timed_out else ErrorKind.UNAVAILABLE,
-            ) from None
-        except Exception as exc:  # a transport that broke under the call
-            await self._forget()
-            raise MCPCallError(
-                f"MCP server '{self.spec.name}' connection failed during {tool}: {_leaf(exc)}",
-                kind=ErrorKind.UNAVAILABLE,
-            ) from None
+                if attempt == 1:
+                    continue
+                raise MCPCallError(
+                    f"MCP server '{self.spec.name}' connection failed during {tool}: {type(exc).__name__}",
+                    kind=ErrorKind.UNAVAILABLE,
+                ) from None
         text = "\n".join(getattr(c, "text", "") for c in result.content).strip()
         if result.isError:
             err = parse_tool_error(text)
@@ -258,6 +253,53 @@ class MCPServer:
         if result.structuredContent is not None:
             return dict(result.structuredContent)
         return {"text": text}
+
+    async def _send(self, session: ClientSession, tool: str, arguments: dict[str, Any]) -> Any:
+        """One `tools/call` under the request timeout; failures other than a closed
+        stream become `MCPCallError`."""
+        import anyio
+        from mcp.shared.exceptions import McpError
+        from mcp.types import CONNECTION_CLOSED
+
+        name, limit = self.spec.name, self.request_timeout_s
+        try:
+            return await asyncio.wait_for(
+                session.call_tool(tool, arguments, read_timeout_seconds=timedelta(seconds=limit)),
+                limit + 0.5,
+            )
+        except TimeoutError:
+            raise MCPCallError(
+                f"MCP server '{name}' did not answer {tool} within {limit:g} s.",
+                kind=ErrorKind.TIMEOUT,
+            ) from None
+        except McpError as exc:
+            code = exc.error.code
+            if "Timed out" in exc.error.message:  # the SDK's read timeout (code 408)
+                raise MCPCallError(
+                    f"MCP server '{name}' did not answer {tool} within {limit:g} s.",
+                    kind=ErrorKind.TIMEOUT,
+                ) from None
+            if code == CONNECTION_CLOSED:
+                await self._forget()
+                raise MCPCallError(
+                    f"MCP server '{name}' closed the connection during {tool}. "
+                    "It will be restarted on the next request.",
+                    kind=ErrorKind.UNAVAILABLE,
+                ) from None
+            raise MCPCallError(
+                f"MCP server '{name}' refused {tool}: {exc.error.message}",
+                kind=ErrorKind.ERROR,
+                code=code,
+            ) from None
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            raise
+        except Exception as exc:  # a transport that broke under the call
+            await self._forget()
+            leaf = _leaf(exc)
+            raise MCPCallError(
+                f"MCP server '{name}' connection failed during {tool}: {type(leaf).__name__}: {leaf}".rstrip(": "),
+                kind=ErrorKind.UNAVAILABLE,
+            ) from None
 
     async def _forget(self) -> None:
         """Drop a broken session so the next call reconnects."""
