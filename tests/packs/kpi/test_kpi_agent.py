@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -150,3 +152,21 @@ async def test_prepare_returns_the_agreed_format(agent: KPIAgent, context: Agent
 async def test_run_accepts_plain_language_without_prepare(agent: KPIAgent, context: AgentContext) -> None:
     result = await agent.run(context, {"request": "home-loan attrition rate last month"})
     assert result.output["structured_query"].endswith("month-2025-05-01")
+
+
+async def test_output_shows_the_metadata_filter(agent: KPIAgent, context: AgentContext) -> None:
+    result = await ask(agent, context, "kpi-attrition-rate department-home-loan start-2024-11-01 end-2025-02-28")
+    store = result.output["store"]
+    assert store["where"] == {"block": {"$in": ["attrition-rate|home-loan|2024", "attrition-rate|home-loan|2025"]}}
+    assert store["months"] == [202411, 202502]
+    assert [r["month"] for r in result.output["records"]] == [
+        "2024-11-01", "2024-12-01", "2025-01-01", "2025-02-01"]
+
+
+def test_importing_the_pack_loads_neither_chromadb_nor_numpy() -> None:
+    code = (
+        "import sys, concerto.packs.kpi, concerto.packs.kpi.cli; "
+        "print([m for m in ('chromadb', 'numpy') if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -140,6 +140,12 @@ class KPIAgent(Agent):
                 "months": (last.year - first.year) * 12 + last.month - first.month + 1,
             },
         }
+        base["store"] = {
+            "backend": store.backend,
+            "collection": "kpi_records",
+            "where": store.where(query.kpi, query.department, first, last),
+            "months": [first.as_int(), last.as_int()],
+        }
         if how:
             base["interpretation"] = how
         if not records:

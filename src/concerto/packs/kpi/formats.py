@@ -59,7 +59,8 @@ def invalid_format(text: str, reason: str) -> AgentFailure:
         f"Invalid KPI query format ({reason}): {shown!r}. {FORMAT_HELP} Example: {EXAMPLES[0]}",
         error_type="invalid_format",
         kind=ErrorKind.VALIDATION,
-        suggestion=f"Example: {EXAMPLES[0]}",
+        suggestion="Rewrite the query in one of the formats above; `concerto kpi names` lists "
+        "the KPI and department names.",
         details={"formats": list(EXAMPLES), "reason": reason},
     )
 

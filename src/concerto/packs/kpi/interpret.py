@@ -35,11 +35,7 @@ def too_long(text: str) -> AgentFailure:
 def unknown_name(kind: str, written: str, suggestions: list[str], known: list[str]) -> AgentFailure:
     """An unknown or missing KPI/department, with the closest stored names."""
     label = "KPI" if kind == "kpi" else "department"
-    message = (
-        f"No {label} in the store matches '{written}'."
-        if written
-        else f"The question names no {label}."
-    )
+    message = f"No {label} in the store matches '{written}'." if written else f"The question names no {label}."
     if suggestions:
         message += f" Closest {label}s: {', '.join(suggestions)}."
     return AgentFailure(

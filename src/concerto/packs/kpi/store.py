@@ -315,13 +315,22 @@ class KPIStore:
                 self._catalog = Catalog(keys, list(got["documents"]), vectors, units, aliases)
             return self._catalog
 
+    @staticmethod
+    def where(kpi: str, department: str, first: Month, last: Month) -> dict[str, Any]:
+        """The metadata filter of a query: the (kpi, department, year) entries of the range."""
+        blocks = [_block_key(kpi, department, y) for y in range(first.year, last.year + 1)]
+        return {"block": {"$in": blocks}}
+
+    @property
+    def backend(self) -> str:
+        return "chromadb-server" if self.settings.chroma_url else "chromadb-embedded"
+
     def query(self, kpi: str, department: str, first: Month, last: Month) -> list[KPIRecord]:
         """Records of one KPI and department from `first` to `last` (inclusive), by month."""
-        blocks = [_block_key(kpi, department, y) for y in range(first.year, last.year + 1)]
         lo, hi = first.as_int(), last.as_int()
         with self._lock:
             self._open()
-            got = self._blocks.get(where={"block": {"$in": blocks}}, include=["metadatas"])
+            got = self._blocks.get(where=self.where(kpi, department, first, last), include=["metadatas"])
         out: list[KPIRecord] = []
         for meta in got["metadatas"]:
             year = int(meta["year"])
