@@ -180,6 +180,10 @@ def test_aggregation_words(text: str, aggregation: str | None) -> None:
         ("request rate for job api", {"job": "api"}),
         ("network on interface eth0", {"device": "eth0"}),
         ('cpu where mode="user"', {"mode": "user"}),
+        ('cpu on host "web 1"', {"instance": "web 1"}),
+        ("CPU usage on the server for the last hour", {}),
+        ("memory on the machine today", {}),
+        ("requests for the job today", {}),
     ],
 )
 def test_label_filters(text: str, filters: dict[str, str]) -> None:

@@ -64,7 +64,13 @@ _AGGREGATIONS: tuple[tuple[Aggregation, re.Pattern[str]], ...] = (
     ("rate", re.compile(r"\brate\s+of\s+change\b|\bper\s+second\b", re.I)),
     ("last", re.compile(r"\b(?:current|currently|right\s+now|latest|at\s+the\s+moment)\b", re.I)),
 )
-_VALUE = r"""["']?(?P<v>[\w.:\-/]+?)["']?(?=[\s,?!;]|$|\.(?:\s|$))"""
+# A label value: quoted (spaces allowed), or one token that is not an ordinary word
+# ("CPU on the server for the last hour" names no server).
+_NOT_A_VALUE = (
+    r"(?:for|in|over|during|since|today|yesterday|last|past|the|and|with|from|to|at|on|of|"
+    r"this|that|now|right|exporter|is|was|are)\b"
+)
+_VALUE = r"""(?:["'](?P<q>[^"']+)["']|(?!""" + _NOT_A_VALUE + r""")(?P<v>[\w.:\-/]+?)(?=[\s,?!;]|$|\.(?:\s|$)))"""
 _FILTERS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "instance",
@@ -136,7 +142,7 @@ def read_text(question: str, now: datetime) -> TextParts:
     for label, pattern in _FILTERS:
         found = pattern.search(question)
         if found is not None and label not in filters:
-            filters[label] = found.group("v").rstrip(".")
+            filters[label] = (found.groupdict().get("q") or found.group("v")).rstrip(".")
             spans.append(found.span())
     remainder = question
     for start, end in sorted(spans, reverse=True):
