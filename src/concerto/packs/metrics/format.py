@@ -184,13 +184,14 @@ def summarize(result: MetricsQueryResult, query: MetricsQuery) -> str:
 
 
 def key_findings(result: MetricsQueryResult) -> list[str]:
-    """Short facts for the synthesizer: range of values and how many points back them."""
+    """Facts for the synthesizer: the number asked for first (it restates the summary),
+    then the spread, then what backs it (points, step, the PromQL run)."""
     stats = result.statistics
-    if stats is None:
+    if stats is None or result.value is None:
         return []
     u = result.unit
     return [
-        f"min {format_value(stats.min, u)}, max {format_value(stats.max, u)}, "
-        f"mean {format_value(stats.mean, u)}, p95 {format_value(stats.p95, u)}",
-        f"{result.datapoint_count} points every {result.time_range.step_seconds} s",
+        f"{result.label}: {format_value(result.value, u)}",
+        f"median {format_value(stats.p50, u)}, p95 {format_value(stats.p95, u)}",
+        f"{result.datapoint_count} points every {result.time_range.step_seconds} s from {result.promql}",
     ]
