@@ -40,6 +40,8 @@ class MetricsAgent(Agent):
             "CPU usage, memory used, disk and network throughput of servers over a time range",
             "Request rate, error rate and latency percentiles (p50, p95, p99) of services",
             "Average, minimum, maximum, total or percentile of any Prometheus metric",
+            "Process metrics: goroutines, threads, open file descriptors, garbage collection",
+            "Scrape duration and health of monitored targets, uptime of servers",
             "Filter monitoring data by host, instance, job or device",
             "Time windows such as the last hour, the past 30 minutes, since 2 hours ago, yesterday",
         ],
