@@ -5,6 +5,8 @@
 - "for March 2025", "in 2024-03": that month; "for March": the latest March not after now.
 - "from February to May 2025", "between Nov 2024 and Feb 2025": inclusive month range.
 - "this year so far" / "year to date": January of the current year to the current month.
+- "since January 2025": that month to the current month.
+- "Q1 2025", "first quarter of 2025": the three months; "Q1" alone is the latest started one.
 - "this month", "last year", "in 2024", "last quarter".
 
 The first expression found wins; its character span is returned so the rest of the
@@ -154,6 +156,22 @@ def _last_quarter(m: re.Match[str], today: date) -> tuple[Month, Month, int | No
     return start, start.shift(2), None
 
 
+def _quarter(m: re.Match[str], today: date) -> tuple[Month, Month, int | None]:
+    words = {"first": 1, "second": 2, "third": 3, "fourth": 4}
+    q = int(m["q"]) if "q" in m.groupdict() and m["q"] else words[m["qw"].lower()]
+    start = Month(today.year, 3 * (q - 1) + 1)
+    if m["y"]:
+        start = Month(int(m["y"]), start.month)
+    elif start > Month.of(today):  # "Q3" alone: the latest such quarter that has started
+        start = Month(today.year - 1, start.month)
+    return start, start.shift(2), None
+
+
+def _since(m: re.Match[str], today: date) -> tuple[Month, Month, int | None]:
+    start = Month(int(m["y"]), _month(m["m"])) if m["y"] else _latest(today, _month(m["m"]))
+    return start, Month.of(today), None
+
+
 def _named_month(m: re.Match[str], today: date) -> tuple[Month, Month, int | None]:
     month = Month(int(m["y"]), _month(m["m"])) if m["y"] else _latest(today, _month(m["m"]))
     return month, month, None
@@ -201,6 +219,19 @@ _RULES: list[Rule] = [
     ),
     (re.compile(r"\b(?:last|previous|prior)\s+year\b", re.I), _last_year),
     (re.compile(r"\b(?:last|previous|prior)\s+quarter\b", re.I), _last_quarter),
+    (
+        re.compile(
+            rf"\b(?:since|from)\s+{_MON.format(g='m')}(?:\s*,?\s*{_Y.format(g='y')})?\b"
+            rf"(?!\s*(?:to|until|till|through|thru|and|-)\b)",
+            re.I,
+        ),
+        _since,
+    ),
+    (re.compile(rf"\bq(?P<q>[1-4])(?:\s*,?\s*{_Y.format(g='y')})?\b", re.I), _quarter),
+    (
+        re.compile(rf"\b(?P<qw>first|second|third|fourth)\s+quarter(?:\s+(?:of\s+)?{_Y.format(g='y')})?\b", re.I),
+        _quarter,
+    ),
     (re.compile(rf"\b{_MON.format(g='m')}(?:\s*,?\s*{_Y.format(g='y')})?\b", re.I), _named_month),
     (re.compile(r"\b(?P<y>\d{4})-(?P<mo>\d{1,2})(?:-(?P<d>\d{1,2}))?\b"), _iso_month),
     (re.compile(rf"\b(?:in|for|during)\s+{_Y.format(g='y')}\b(?!-\d)", re.I), _year),

@@ -47,7 +47,7 @@ KPIS: tuple[KPIDef, ...] = (
         "employees",
         250,
         0.4,
-        "headcount: number of employees, staff size, FTE, team size",
+        "headcount: number of employees, how many people work there, staff size, FTE, team size",
         decimals=0,
     ),
     KPIDef(
@@ -173,6 +173,7 @@ ALIASES: dict[tuple[str, str], tuple[str, ...]] = {
     ("kpi", "average-handling-time"): ("aht", "handling time"),
     ("kpi", "absenteeism-rate"): ("absenteeism", "absence rate"),
     ("department", "home-loan"): ("mortgage", "mortgages"),
+    ("department", "retail-banking"): ("branches", "branch network"),
     ("department", "customer-service"): ("contact centre", "call centre", "call center"),
 }
 

@@ -18,7 +18,7 @@ from concerto.packs.kpi.months import Month
 
 if TYPE_CHECKING:
     from concerto.nlp.embeddings import Embedder
-    from concerto.packs.kpi.store import Catalog
+    from concerto.packs.kpi.catalog import Catalog
 
 MAX_REQUEST_CHARS = 1000
 

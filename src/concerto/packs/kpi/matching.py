@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from concerto.nlp.embeddings import Embedder
-    from concerto.packs.kpi.store import Catalog
+    from concerto.packs.kpi.catalog import Catalog
 
 THRESHOLD = 0.5
 MAX_SPANS = 300
@@ -149,19 +149,13 @@ def match_names(
     spans = [(s, sp) for s, sp in _spans(lowered) if not any(sp[0] < t[1] and t[0] < sp[1] for t in taken)]
     vectors = embedder.embed([s for s, _ in spans]) if spans else None
     for kind in pending:
-        rows = catalog.rows(kind)
-        if not rows:
-            out[kind] = NameMatch(kind, None, 0.0, "none")
+        if vectors is None or not catalog.rows(kind):
+            out[kind] = NameMatch(kind, None, 0.0, "none", suggestions=catalog.names(kind)[:3])
             continue
-        names = [catalog.keys[i][1] for i in rows]
-        if vectors is None:
-            out[kind] = NameMatch(kind, None, 0.0, "none", suggestions=names[:3])
-            continue
-        sims = vectors @ catalog.vectors[rows].T  # spans x names
+        names, sims = catalog.similarity(vectors, kind)  # spans x names
         best_span, best_name = np.unravel_index(int(np.argmax(sims)), sims.shape)
         score = float(sims[best_span, best_name])
-        order = np.argsort(-sims.max(axis=0))[:3]
-        suggestions = [names[int(i)] for i in order]
+        suggestions = [names[int(i)] for i in np.argsort(-sims.max(axis=0))[:3]]
         span_text, span = spans[int(best_span)]
         if score >= THRESHOLD:
             out[kind] = NameMatch(kind, names[int(best_name)], score, "semantic", span_text, suggestions)
@@ -178,9 +172,5 @@ def closest(name: str, kind: str, catalog: Catalog, embedder: Embedder, k: int =
     """Stored names of `kind` closest in meaning to `name` (for an unknown name)."""
     import numpy as np
 
-    rows = catalog.rows(kind)
-    if not rows:
-        return []
-    vec = embedder.embed([name.replace("-", " ")])[0]
-    sims = catalog.vectors[rows] @ vec
-    return [catalog.keys[rows[int(i)]][1] for i in np.argsort(-sims)[:k]]
+    names, sims = catalog.similarity(embedder.embed([name.replace("-", " ")]), kind)
+    return [names[int(i)] for i in np.argsort(-sims[0])[:k]] if names else []

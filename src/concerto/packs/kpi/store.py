@@ -21,22 +21,18 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 import threading
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
+from concerto.packs.kpi.catalog import Catalog, humanize, phrases
 from concerto.packs.kpi.months import Month
 from concerto.packs.kpi.records import KPIRecord
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from concerto.nlp.embeddings import Embedder
     from concerto.settings import Settings
 
@@ -47,55 +43,8 @@ CATALOG = "kpi_catalog"
 _HNSW = {"space": "cosine", "ef_construction": 32, "batch_size": 1000, "sync_threshold": 10000}
 
 
-@dataclass(frozen=True)
-class Catalog:
-    """Names the store holds, with the vectors of their descriptions (rows align with keys)."""
-
-    keys: list[tuple[str, str]]  # (kind, name)
-    descriptions: list[str]
-    vectors: np.ndarray
-    units: dict[str, str]
-    aliases: dict[tuple[str, str], tuple[str, ...]]
-
-    def names(self, kind: str) -> list[str]:
-        """Stored names of one kind ("kpi" or "department"), in catalog order."""
-        return [self.keys[i][1] for i in self.rows(kind)]
-
-    def rows(self, kind: str) -> list[int]:
-        """Row numbers (into `keys` and `vectors`) of one kind."""
-        return self._rows.get(kind, [])
-
-    def has(self, kind: str, name: str) -> bool:
-        return (kind, name) in self._keyset
-
-    @cached_property
-    def _rows(self) -> dict[str, list[int]]:
-        rows: dict[str, list[int]] = defaultdict(list)
-        for i, (kind, _) in enumerate(self.keys):
-            rows[kind].append(i)
-        return dict(rows)
-
-    @cached_property
-    def _keyset(self) -> set[tuple[str, str]]:
-        return set(self.keys)
-
-    @cached_property
-    def forms(self) -> dict[str, dict[str, str]]:
-        """kind → {written form: name}: each name and alias as space-separated words."""
-        out: dict[str, dict[str, str]] = defaultdict(dict)
-        for kind, name in self.keys:
-            for form in (name, *self.aliases.get((kind, name), ())):
-                out[kind][" ".join(re.findall(r"[a-z0-9]+", form.lower()))] = name
-        return dict(out)
-
-
 def _block_key(kpi: str, department: str, year: int) -> str:
     return f"{kpi}|{department}|{year}"
-
-
-def humanize(name: str) -> str:
-    """`home-loan` → `home loan`: the text embedded for a name with no description."""
-    return name.replace("-", " ")
 
 
 class KPIStore:
@@ -266,28 +215,27 @@ class KPIStore:
         if not new:
             return
         texts = demo_descriptions() | descriptions
-        keys = sorted(new)
-        docs = [texts.get(key, humanize(key[1])) for key in keys]
+        ids: list[str] = []
+        docs: list[str] = []
+        metas: list[dict[str, Any]] = []
+        for kind, name in sorted(new):
+            doc = texts.get((kind, name), humanize(name))
+            aliases = ALIASES.get((kind, name), ())
+            for i, text in enumerate([doc, *phrases(name, doc, aliases)]):
+                ids.append(f"{kind}:{name}" if i == 0 else f"{kind}:{name}#{i}")
+                docs.append(text)
+                meta = {"kind": kind, "name": name, "phrase": i}
+                if i == 0:
+                    meta |= {"aliases": "|".join(aliases), "unit": units.get(name, "") if kind == "kpi" else ""}
+                metas.append(meta)
         import numpy as np
 
         # Small batches: one padded batch of thousands of texts is slower than many of 64.
         vectors = np.concatenate([self.embedder.embed(docs[i : i + 64]) for i in range(0, len(docs), 64)])
-        metas = [
-            {
-                "kind": kind,
-                "name": name,
-                "aliases": "|".join(ALIASES.get((kind, name), ())),
-                "unit": units.get(name, "") if kind == "kpi" else "",
-            }
-            for kind, name in keys
-        ]
-        for start in range(0, len(keys), 5000):
+        for start in range(0, len(ids), 5000):
             end = start + 5000
             self._catalog_col.upsert(
-                ids=[f"{k}:{n}" for k, n in keys[start:end]],
-                embeddings=vectors[start:end],
-                documents=docs[start:end],
-                metadatas=metas[start:end],
+                ids=ids[start:end], embeddings=vectors[start:end], documents=docs[start:end], metadatas=metas[start:end]
             )
         self._catalog = None
 
@@ -295,24 +243,11 @@ class KPIStore:
 
     def catalog(self) -> Catalog:
         """Every KPI and department name the store holds (cached until the next write)."""
-        import numpy as np
-
         with self._lock:
             if self._catalog is None:
                 self._open()
                 got = self._catalog_col.get(include=["embeddings", "metadatas", "documents"])
-                keys = [(m["kind"], m["name"]) for m in got["metadatas"]]
-                vectors = (
-                    np.asarray(got["embeddings"], dtype=np.float32)
-                    if keys
-                    else np.zeros((0, self.embedder.dimension), np.float32)
-                )
-                units = {m["name"]: m["unit"] for m in got["metadatas"] if m["kind"] == "kpi"}
-                aliases = {
-                    (m["kind"], m["name"]): tuple(filter(None, m.get("aliases", "").split("|")))
-                    for m in got["metadatas"]
-                }
-                self._catalog = Catalog(keys, list(got["documents"]), vectors, units, aliases)
+                self._catalog = Catalog.from_entries(got, self.embedder.dimension)
             return self._catalog
 
     @staticmethod
