@@ -202,3 +202,45 @@ async def test_server_that_died_while_idle_is_restarted_transparently(tmp_path: 
         assert int((tmp_path / "pid").read_text()) != first_pid
     finally:
         await resources.aclose()
+
+
+async def test_http_server_killed_mid_request_fails_fast(tmp_path: Path) -> None:
+    import subprocess
+
+    from .conftest import wait_for_port
+
+    port = free_port()
+    env = {**os.environ, "STARTED_FILE": str(tmp_path / "started")}
+    proc = subprocess.Popen(
+        [sys.executable, str(FIXTURE_SERVERS / "odd_weather.py"), str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for_port(port, proc)
+        path = servers_file(tmp_path, f"- name: weather\n  url: http://127.0.0.1:{port}/mcp\n")
+        settings = Settings(
+            data_dir=tmp_path, mcp_servers_file=path, mcp_connect_timeout_ms=20000, city_request_timeout_ms=15000
+        )
+        resources = Resources(settings)
+        try:
+            assert (await run_temperature(settings, resources, "Anytown"))["temperature"] == 55.0
+            call = asyncio.create_task(run_temperature(settings, resources, "Slowville"))
+            for _ in range(200):
+                if (tmp_path / "started").exists():
+                    break
+                await asyncio.sleep(0.05)
+            started = time.monotonic()
+            proc.kill()
+            with pytest.raises(AgentFailure, match="closed the connection") as err:
+                await call
+            assert time.monotonic() - started < 5  # not the 15 s request timeout
+            assert err.value.kind == ErrorKind.UNAVAILABLE
+            with pytest.raises(AgentFailure, match="Cannot connect to MCP server 'weather'"):
+                await run_temperature(settings, resources, "Anytown")
+        finally:
+            await resources.aclose()
+    finally:
+        proc.kill()
+        proc.wait(10)

@@ -95,6 +95,7 @@ class MCPServer:
         self._closing = asyncio.Event()
         self._lock = asyncio.Lock()
         self._stopping: set[asyncio.Task[None]] = set()
+        self._watch: Any = None  # FailureWatch of the current HTTP connection
 
     @classmethod
     def from_settings(cls, spec: ServerSpec, settings: Settings) -> MCPServer:
@@ -106,7 +107,8 @@ class MCPServer:
 
     @property
     def connected(self) -> bool:
-        return self._session is not None and self._owner is not None and not self._owner.done()
+        broken = self._watch is not None and self._watch.failed.is_set()
+        return self._session is not None and self._owner is not None and not self._owner.done() and not broken
 
     async def session(self) -> ClientSession:
         """The open session, connecting (again) if there is none or the last one died."""
@@ -162,10 +164,16 @@ class MCPServer:
             import httpx
             from mcp.client.streamable_http import streamable_http_client
 
+            from concerto.packs.city.http_watch import FailureWatch
+
+            self._watch = FailureWatch()
             client = await stack.enter_async_context(
                 httpx.AsyncClient(
                     headers=spec.headers,
-                    timeout=httpx.Timeout(self.request_timeout_s, connect=self.connect_timeout_s),
+                    transport=self._watch,
+                    # Calls are bounded by the request timeout; this one covers the
+                    # server's idle event stream, as in the SDK's own client.
+                    timeout=httpx.Timeout(300, connect=self.connect_timeout_s),
                 )
             )
             read, write, _ = await stack.enter_async_context(streamable_http_client(spec.url, http_client=client))
@@ -263,10 +271,16 @@ class MCPServer:
 
         name, limit = self.spec.name, self.request_timeout_s
         try:
-            return await asyncio.wait_for(
+            return await self._race(
                 session.call_tool(tool, arguments, read_timeout_seconds=timedelta(seconds=limit)),
                 limit + 0.5,
             )
+        except _Disconnected:
+            await self._forget()
+            raise MCPCallError(
+                f"MCP server '{name}' closed the connection during {tool}. It will be restarted on the next request.",
+                kind=ErrorKind.UNAVAILABLE,
+            ) from None
         except TimeoutError:
             raise MCPCallError(
                 f"MCP server '{name}' did not answer {tool} within {limit:g} s.",
@@ -301,6 +315,26 @@ class MCPServer:
                 kind=ErrorKind.UNAVAILABLE,
             ) from None
 
+    async def _race(self, call: Any, timeout: float) -> Any:
+        """Await `call`, but stop as soon as the HTTP connection is seen to break."""
+        watch = self._watch if self.spec.url else None
+        if watch is None:
+            return await asyncio.wait_for(call, timeout)
+        task = asyncio.ensure_future(call)
+        broken = asyncio.ensure_future(watch.failed.wait())
+        try:
+            done, _ = await asyncio.wait({task, broken}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            broken.cancel()
+        if task in done:
+            return task.result()
+        task.cancel()
+        with contextlib.suppress(BaseException):
+            await task
+        if broken in done:
+            raise _Disconnected
+        raise TimeoutError
+
     async def _forget(self) -> None:
         """Drop a broken session so the next call reconnects."""
         async with self._lock:
@@ -312,6 +346,10 @@ class MCPServer:
             await self._stop()
         if self._stopping:
             await asyncio.gather(*self._stopping, return_exceptions=True)
+
+
+class _Disconnected(Exception):
+    """The HTTP connection of the session broke while a call was waiting."""
 
 
 def _leaf(exc: BaseException) -> BaseException:

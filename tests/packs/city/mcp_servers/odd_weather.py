@@ -3,7 +3,8 @@
 `getTemperature(city)` answers by city: "Slowville" sleeps 60 s (to be killed or time
 out), "Malformed" returns a result of the wrong shape, "Boom" raises a plain exception;
 any other city gets a valid answer. The process writes its PID to `$PID_FILE` and
-touches `$STARTED_FILE` when a slow call begins.
+touches `$STARTED_FILE` when a slow call begins. With a port argument it serves
+streamable HTTP at /mcp instead of stdio.
 """
 
 from __future__ import annotations
@@ -32,6 +33,12 @@ async def get_temperature(city: str) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
+    import sys
+
     if os.environ.get("PID_FILE"):
         Path(os.environ["PID_FILE"]).write_text(str(os.getpid()))
-    server.run("stdio")
+    if len(sys.argv) > 1:  # a port: streamable HTTP at /mcp
+        server.settings.port = int(sys.argv[1])
+        server.run("streamable-http")
+    else:
+        server.run("stdio")
