@@ -84,6 +84,9 @@ async def test_range_answer_has_change_min_max_trend(agent: KPIAgent, context: A
         ("credit card customer satisfaction from February to May 2025", "customer-satisfaction", "credit-card"),
         ("call centre handling time last month", "average-handling-time", "customer-service"),
         ("revenue of wealth management this year so far", "revenue", "wealth-management"),
+        ("How many people work in wealth management?", "headcount", "wealth-management"),
+        ("sick leave in customer service in May 2025", "absenteeism-rate", "customer-service"),
+        ("what did the mortgage team earn last year", "revenue", "home-loan"),
     ],
 )
 async def test_names_matched_by_meaning(

@@ -58,6 +58,10 @@ def test_last_month_is_the_previous_calendar_month(today: date) -> None:
         ("last quarter", date(2025, 2, 15), Month(2024, 10), Month(2024, 12)),
         ("in 2024", date(2025, 6, 15), Month(2024, 1), Month(2024, 12)),
         ("on 2025-05-01", date(2025, 6, 15), Month(2025, 5), Month(2025, 5)),
+        ("since January 2025", date(2025, 6, 15), Month(2025, 1), Month(2025, 6)),
+        ("in Q1 2025", date(2025, 6, 15), Month(2025, 1), Month(2025, 3)),
+        ("in q3", date(2025, 6, 15), Month(2024, 7), Month(2024, 9)),
+        ("in the fourth quarter of 2024", date(2025, 6, 15), Month(2024, 10), Month(2024, 12)),
     ],
 )
 def test_expressions(text: str, today: date, first: Month, last: Month) -> None:
