@@ -142,6 +142,8 @@ class MCPServer:
         """Open transport and session, hand the session over, hold it until closing."""
         from mcp import ClientSession
 
+        session: ClientSession | None = None
+        closing = self._closing
         try:
             async with contextlib.AsyncExitStack() as stack:
                 read, write = await self._open_transport(stack)
@@ -149,14 +151,16 @@ class MCPServer:
                 await session.initialize()
                 if not ready.done():
                     ready.set_result(session)
-                await self._closing.wait()
+                await closing.wait()
         except BaseException as exc:
             if not ready.done():
                 ready.set_exception(self._connect_error(exc))
             if not isinstance(exc, asyncio.CancelledError | Exception):
                 raise
         finally:
-            self._session = None
+            # An owner stopped in the background may end after a newer one started.
+            if session is not None and self._session is session:
+                self._session = None
 
     async def _open_transport(self, stack: contextlib.AsyncExitStack) -> tuple[Any, Any]:
         spec = self.spec
