@@ -103,7 +103,10 @@ async def bench_node(settings: Any, n: int) -> tuple[list[str], str]:
     goal = _stats(samples["total"])[1] < GOAL_TOTAL_MS
     rows.append(_row("total vs the issue's goal", samples["total"], GOAL_TOTAL_MS) + ("" if goal else " ← goal missed"))
     rows.append(_row("total, a question not asked before (one new embedding)", fresh, GOAL_TOTAL_MS))
-    return rows, f"`{promql}`; {min(points)}–{max(points)} points per answer"
+    return rows, (
+        f"`{promql}`; {min(points)}–{max(points)} points per answer (a full hour at a 15 s "
+        "step is 241; fewer means Prometheus had not yet collected the whole hour)"
+    )
 
 
 async def bench_agent(settings: Any, n: int) -> tuple[list[str], str]:
@@ -190,10 +193,10 @@ async def main_async(args: argparse.Namespace) -> str:
             if prom is not None:
                 prom.stop()
     where = (
-        "a local Prometheus 2.42 scraping the node exporter every second (both started by "
-        "the benchmark on 127.0.0.1; its data covers only the last seconds of the window)"
+        "a local Prometheus 2.42 scraping the node exporter every second (both started by the benchmark on 127.0.0.1)"
         if args.prometheus_url is None
-        else "a local Prometheus 2.42 on 127.0.0.1 that had scraped the node exporter every second for over an hour"
+        else "a local Prometheus 2.42 on 127.0.0.1 scraping the node exporter every second, "
+        "started before the benchmark"
     )
     command = f".venv/bin/python benchmarks/bench_metrics.py --n {args.n}" + (
         " --prometheus-url http://127.0.0.1:PORT" if args.prometheus_url else ""
