@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import platform
 import random
 import statistics
@@ -123,6 +124,7 @@ def main() -> None:
         "--out", type=Path, default=Path("benchmarks/results/kpi.md"), help="Markdown file for the results"
     )
     args = parser.parse_args()
+    load_start = os.getloadavg()[0]
     data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="concerto-kpi-bench-"))
     settings = Settings(data_dir=data_dir)
     resources = Resources(settings)
@@ -171,8 +173,9 @@ def main() -> None:
             "",
             f"Command: `.venv/bin/python benchmarks/bench_kpi.py --records {args.records}`",
             f"Machine: {platform.platform()}, Python {platform.python_version()}, "
-            f"{__import__('os').cpu_count()} cores (shared). ChromaDB embedded (PersistentClient).",
-            f"Date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC. Clock for relative dates: {NOW:%Y-%m-%d}.",
+            f"{os.cpu_count()} cores (shared). ChromaDB embedded (PersistentClient).",
+            f"Date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC. Clock for relative dates: {NOW:%Y-%m-%d}. "
+            f"Load average at start / end: {load_start:.1f} / {os.getloadavg()[0]:.1f} (other jobs share the cores).",
             "",
             "## Latency (ms; warm; 300 store queries, 50 questions each)",
             "",
@@ -182,7 +185,7 @@ def main() -> None:
             "",
             "## Ingestion",
             "",
-            f"- Demo data on first use (2,688 records, embedding 15 descriptions): {demo_s:.1f} s",
+            f"- Demo data on first use (2,688 records, embedding 15 names' descriptions and phrases): {demo_s:.1f} s",
             f"- Bulk CSV: {written:,} records ({departments:,} departments x 8 KPIs x 48 months) "
             f"in {ingest_s:.1f} s = **{written / ingest_s:,.0f} records/s** "
             f"(CSV parse + validation {parse_s:.1f} s; ChromaDB entries after: {entries:,})",
