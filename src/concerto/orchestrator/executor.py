@@ -95,6 +95,8 @@ class Executor:
         dependents and starts those whose count reaches zero, so nothing sits waiting.
         """
         tasks = plan.tasks
+        if not tasks:
+            return []
         start = time.perf_counter()
         loop = asyncio.get_running_loop()
         cap = max_concurrency or self.max_concurrency
@@ -126,10 +128,13 @@ class Executor:
                 )
                 settle(task.task_id, skipped)
                 return
-            runner = loop.create_task(
-                self._gated(task, make_context, deps, events, prepared.get(task.task_id), gate),
-                name=f"concerto:{task.task_id}",
+            ready = time.perf_counter()
+            coro = (
+                self._run_with_fallback(task, make_context, deps, events, ready, prepared.get(task.task_id))
+                if gate is None
+                else self._gated(task, make_context, deps, events, prepared.get(task.task_id), gate)
             )
+            runner = loop.create_task(coro)
             running[task.task_id] = runner
             runner.add_done_callback(functools.partial(on_done, task.task_id))
 
@@ -150,8 +155,10 @@ class Executor:
         for task in tasks:
             if not task.depends_on:
                 launch(task)
-        timeout = deadline_ms / 1000 if deadline_ms else None
-        done, _ = await asyncio.wait([finished], timeout=timeout)
+        if deadline_ms is None:
+            await finished
+            return [results[t.task_id] for t in tasks]
+        done, _ = await asyncio.wait([finished], timeout=deadline_ms / 1000)
         if not done:
             pending = list(running.values())
             events.emit(
