@@ -210,3 +210,10 @@ async def test_at_most_city_max_concurrency_requests_at_once(tmp_path: object, p
         assert time.monotonic() - started >= 0.6  # one after the other
     finally:
         await resources.aclose()
+
+
+async def test_clock_outside_reasonable_bounds(settings: Settings, resources: Resources) -> None:
+    ctx = make_context("q", now=datetime(1900, 1, 1, tzinfo=UTC), settings=settings, resources=resources)
+    with pytest.raises(AgentFailure, match="1970 to 2200") as err:
+        await DateTimeAgent(settings, resources).run(ctx, {"city": "Boston"})
+    assert err.value.kind == ErrorKind.VALIDATION

@@ -5,8 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from concerto.agents.base import Agent, AgentContext, AgentInfo, AgentResult
+from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentInfo, AgentResult
 from concerto.agents.registry import register_agent
+from concerto.contracts.common import ErrorKind
 from concerto.packs.city.calls import call_tool, check_result, city_from
 from concerto.packs.city.models import DateTimeData, DateTimeResult
 from concerto.packs.city.temperature import AGENT_TIMEOUT_MS
@@ -54,6 +55,12 @@ class DateTimeAgent(Agent):
 
     async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
         city = city_from(payload)
+        if not 1970 <= context.now.year <= 2200:
+            raise AgentFailure(
+                f"The clock is set to {context.now:%Y-%m-%d}; local times are given for 1970 to 2200.",
+                error_type="invalid_input",
+                kind=ErrorKind.VALIDATION,
+            )
         at = context.now.astimezone(UTC).isoformat()
         raw = await call_tool(context, "datetime", "getDateTime", {"city": city, "at": at})
         result = check_result(DateTimeResult, raw, "datetime", "getDateTime")
