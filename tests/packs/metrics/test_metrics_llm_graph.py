@@ -10,6 +10,7 @@ import pytest
 from concerto.agents.base import AgentContext, AgentFailure
 from concerto.llm.base import LLMError
 from concerto.nlp.embeddings import Embedder
+from concerto.packs.metrics._local_prometheus import LocalPrometheus
 from concerto.packs.metrics.agent import MetricsAgent
 from concerto.packs.metrics.models import (
     MetricsQuery,
@@ -82,6 +83,15 @@ async def test_invalid_llm_replies_are_parsing_errors(
     assert info.value.error_type == "parsing_error"
     assert info.value.message == "Could not understand your query."
     assert info.value.details["llm_reply"] == reply  # kept for logs
+
+
+async def test_llm_host_filter_means_the_instance_label(
+    prom_settings: Settings, shared_embedder: Embedder, prometheus: LocalPrometheus
+) -> None:
+    reply = json.dumps({"metric": "memory_used", "filters": {"host": prometheus.exporter_target}})
+    out = await _run(_context(prom_settings, shared_embedder, ScriptedLLM([reply])), "memory?")
+    assert out["filters"] == {"instance": prometheus.exporter_target}
+    assert out["is_empty"] is False
 
 
 async def test_anomalies_stay_unsupported_when_the_llm_misses_them(

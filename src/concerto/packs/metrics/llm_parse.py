@@ -17,7 +17,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from concerto.packs.metrics.models import Aggregation, MetricsQuery, MetricsQueryFailure, Operation
 from concerto.packs.metrics.parser import EXAMPLES
-from concerto.packs.metrics.promql import CONCEPTS, CONCEPTS_BY_KEY, build_concept, build_metric
+from concerto.packs.metrics.promql import (
+    CONCEPTS,
+    CONCEPTS_BY_KEY,
+    HOST_WORDS,
+    build_concept,
+    build_metric,
+)
 from concerto.packs.metrics.timeparse import TimeParseError, parse_time_range
 
 if TYPE_CHECKING:
@@ -110,16 +116,18 @@ async def llm_parse(
             ) from exc
         window = parse_time_range("last 1 hour", now).time_range
     step = window.step_seconds
+    # The prompt says a host is `instance`; a model that writes "host" means the same.
+    filters = {("instance" if k in HOST_WORDS else k): v for k, v in parsed.filters.items()}
     common = {
         "time_range": window,
         "aggregation": parsed.aggregation,
-        "filters": parsed.filters,
+        "filters": filters,
         "operation": parsed.operation,
     }
     concept = CONCEPTS_BY_KEY.get(parsed.metric)
     if concept is not None:
         common["aggregation"] = parsed.aggregation or concept.default_aggregation
-        built = build_concept(concept, catalog, parsed.filters, step, parsed.aggregation)
+        built = build_concept(concept, catalog, filters, step, parsed.aggregation)
         if built is not None:
             return MetricsQuery(
                 metric_name=concept.key,
@@ -140,7 +148,7 @@ async def llm_parse(
             suggestion=f"Did you mean {', '.join(near)}?" if near else f"Ask for example {EXAMPLES}.",
             details={"metric": parsed.metric, "closest": near},
         )
-    built = build_metric(info.name, info.type, catalog, parsed.filters, step, parsed.aggregation, info.unit)
+    built = build_metric(info.name, info.type, catalog, filters, step, parsed.aggregation, info.unit)
     return MetricsQuery(
         metric_name=info.name,
         promql=built.promql,

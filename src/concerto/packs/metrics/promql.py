@@ -18,7 +18,8 @@ from concerto.packs.metrics.models import QUANTILES, Aggregation
 Matchers = dict[str, tuple[str, str]]
 """Label -> (operator, value); the user's filters override a concept's defaults."""
 
-_HOST_LABELS = {"host", "hostname", "node", "server", "machine", "instance"}
+HOST_WORDS = frozenset({"host", "hostname", "node", "server", "machine"})
+"""What people (and models) call the `instance` label."""
 
 
 def escape(value: str) -> str:
