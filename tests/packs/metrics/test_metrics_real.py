@@ -178,6 +178,12 @@ async def test_a_reversed_window_is_invalid(prom_context: AgentContext) -> None:
     assert failure.error_type == "invalid_time_range"
 
 
+async def test_a_range_over_400_days_is_invalid(prom_context: AgentContext) -> None:
+    failure = await fail(prom_context, "CPU usage over the last 500 days")
+    assert failure.error_type == "invalid_time_range"
+    assert failure.message == "The time range is longer than 400 days."
+
+
 async def test_an_empty_question_is_a_parsing_error(prom_context: AgentContext) -> None:
     failure = await fail(prom_context, "   ")
     assert failure.error_type == "parsing_error"
