@@ -162,8 +162,7 @@ async def test_output_shows_the_metadata_filter(agent: KPIAgent, context: AgentC
     store = result.output["store"]
     assert store["where"] == {"block": {"$in": ["attrition-rate|home-loan|2024", "attrition-rate|home-loan|2025"]}}
     assert store["months"] == [202411, 202502]
-    assert [r["month"] for r in result.output["records"]] == [
-        "2024-11-01", "2024-12-01", "2025-01-01", "2025-02-01"]
+    assert [r["month"] for r in result.output["records"]] == ["2024-11-01", "2024-12-01", "2025-01-01", "2025-02-01"]
 
 
 def test_importing_the_pack_loads_neither_chromadb_nor_numpy() -> None:

@@ -36,7 +36,8 @@ def chroma_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     path = tmp_path_factory.mktemp("chroma-server")
     proc = subprocess.Popen(
         [CHROMA, "run", "--path", str(path), "--host", "127.0.0.1", "--port", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     url = f"http://127.0.0.1:{port}"
     try:
@@ -61,10 +62,9 @@ def test_store_on_a_chroma_server(chroma_url: str, tmp_path: Path, kpi_resources
     settings = Settings(data_dir=tmp_path, chroma_url=chroma_url)
     store = KPIStore(settings, kpi_resources.embedder)
     assert store.location == chroma_url
-    store.add([
-        KPIRecord("attrition-rate", "home-loan", Month(2025, m), 3.0 + m / 10, "%", f"m{m}")
-        for m in range(1, 7)
-    ])
+    store.add(
+        [KPIRecord("attrition-rate", "home-loan", Month(2025, m), 3.0 + m / 10, "%", f"m{m}") for m in range(1, 7)]
+    )
     got = store.query("attrition-rate", "home-loan", Month(2025, 2), Month(2025, 4))
     assert [(r.month.month, r.value) for r in got] == [(2, 3.2), (3, 3.3), (4, 3.4)]
     assert not (tmp_path / "chroma").exists()  # nothing embedded was created
