@@ -67,6 +67,9 @@ class Settings(BaseSettings):
     city_max_concurrency: int = Field(2, ge=1, description="Concurrent sub-agent requests")
     city_request_timeout_ms: int = Field(5000, ge=1, description="Sub-agent request timeout")
     mcp_connect_timeout_ms: int = Field(2000, ge=1, description="MCP server connection timeout")
+    mcp_startup_timeout_ms: int = Field(
+        10000, ge=0, description="Extra time a stdio MCP server process gets to start (Python start-up, imports)"
+    )
 
     @field_validator("llm_api_key", mode="before")
     @classmethod

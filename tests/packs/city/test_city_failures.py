@@ -82,7 +82,7 @@ async def test_server_that_never_answers_times_out_on_connect(tmp_path: Path) ->
   args: ["-c", "import time; time.sleep(120)"]
 """,
     )
-    settings = Settings(data_dir=tmp_path, mcp_servers_file=path, mcp_connect_timeout_ms=500)
+    settings = Settings(data_dir=tmp_path, mcp_servers_file=path, mcp_connect_timeout_ms=500, mcp_startup_timeout_ms=0)
     resources = Resources(settings)
     started = time.monotonic()
     try:

@@ -86,9 +86,15 @@ class MCPCallError(Exception):
 class MCPServer:
     """One server's session, (re)connected on demand; `aclose()` stops it."""
 
-    def __init__(self, spec: ServerSpec, *, connect_timeout_s: float, request_timeout_s: float):
+    def __init__(
+        self, spec: ServerSpec, *, connect_timeout_s: float, request_timeout_s: float, startup_timeout_s: float = 0.0
+    ):
         self.spec = spec
         self.connect_timeout_s = connect_timeout_s
+        # A stdio server is a new process: 002's 2 s connection timeout assumes a running
+        # server, so process start-up (about 1 s here, more on a busy or fresh machine that
+        # compiles bytecode) gets its own allowance. URL servers get none.
+        self.startup_timeout_s = 0.0 if spec.url else startup_timeout_s
         self.request_timeout_s = request_timeout_s
         self._session: ClientSession | None = None
         self._owner: asyncio.Task[None] | None = None
@@ -103,6 +109,7 @@ class MCPServer:
             spec,
             connect_timeout_s=settings.mcp_connect_timeout_ms / 1000,
             request_timeout_s=settings.city_request_timeout_ms / 1000,
+            startup_timeout_s=settings.mcp_startup_timeout_ms / 1000,
         )
 
     @property
@@ -124,14 +131,17 @@ class MCPServer:
         self._closing = asyncio.Event()
         self._owner = asyncio.create_task(self._own(ready), name=f"mcp:{self.spec.name}")
         try:
-            self._session = await asyncio.wait_for(asyncio.shield(ready), self.connect_timeout_s)
+            budget = self.connect_timeout_s + self.startup_timeout_s
+            self._session = await asyncio.wait_for(asyncio.shield(ready), budget)
         except TimeoutError:
             ready.cancel()  # the owner must not report into a future nobody awaits
             self._stop_in_background()  # stopping a stuck process takes seconds; report now
+            knobs = "CONCERTO_MCP_CONNECT_TIMEOUT_MS" + (
+                " or CONCERTO_MCP_STARTUP_TIMEOUT_MS" if self.startup_timeout_s else ""
+            )
             raise MCPCallError(
                 f"MCP server '{self.spec.name}' ({self.spec.where}) did not complete the "
-                f"connection within {self.connect_timeout_s:g} s; check that it starts and "
-                "speaks MCP, or raise CONCERTO_MCP_CONNECT_TIMEOUT_MS.",
+                f"connection within {budget:g} s; check that it starts and speaks MCP, or raise {knobs}.",
                 kind=ErrorKind.TIMEOUT,
             ) from None
         except MCPCallError:
