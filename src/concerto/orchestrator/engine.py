@@ -246,6 +246,13 @@ class Orchestrator:
             )
         notes += plan_notes
         breakdown["planning_ms"] = elapsed_ms(t)
+        breakdown["plan"] = {
+            "strategy": plan.strategy.value,
+            "reasoning": plan.reasoning,
+            "source": plan.source,
+            "max_concurrency": plan.max_concurrency,
+            "tasks": [{"task_id": x.task_id, "agent": x.agent, "depends_on": x.depends_on} for x in plan.tasks],
+        }
         events.state(
             QueryState.PLANNED,
             f"Planned {len(plan.tasks)} task(s), {plan.strategy.value}",
