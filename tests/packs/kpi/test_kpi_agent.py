@@ -8,11 +8,17 @@ import sys
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from concerto.agents.base import AgentContext, AgentFailure, AgentResult
 from concerto.agents.registry import load_registry
 from concerto.packs.kpi.agent import NO_DATA, KPIAgent
+from concerto.packs.kpi.formats import KPIQuery
+from concerto.packs.kpi.interpret import interpret
 from concerto.packs.kpi.store import KPIStore
+
+from .conftest import NOW
 
 SINGLE = "kpi-attrition-rate department-home-loan month-2025-05-01"
 RANGE = "kpi-attrition-rate department-home-loan start-2025-02-01 end-2025-05-31"
@@ -172,3 +178,52 @@ def test_importing_the_pack_loads_neither_chromadb_nor_numpy() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(
+                [
+                    "home loan",
+                    "attrition",
+                    "last",
+                    "month",
+                    "months",
+                    "from",
+                    "to",
+                    "May",
+                    "2025",
+                    "2025-13",
+                    "previous",
+                    "12",
+                    "since",
+                    "Q5",
+                    "kpi",
+                    "-",
+                    "turnover",
+                    "team",
+                ]
+            ),
+            st.text(max_size=12),
+        ),
+        max_size=10,
+    )
+)
+def test_any_question_is_a_query_or_an_agent_failure(store: KPIStore, words: list[str]) -> None:
+    question = " ".join(words)
+    try:
+        query, how = interpret(question, NOW.date(), store.catalog(), store.embedder)
+    except AgentFailure as failure:
+        assert failure.error_type in {
+            "invalid_date",
+            "invalid_input",
+            "unknown_kpi",
+            "unknown_department",
+            "missing_kpi",
+            "missing_department",
+        }
+    else:
+        assert KPIQuery.parse(query.to_text()) == query
+        assert how["kpi"]["name"] == query.kpi
