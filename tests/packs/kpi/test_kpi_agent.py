@@ -29,6 +29,9 @@ SPEC = {
     "home-loan attrition rate last month": SINGLE,
     "home-loan attrition rate previous 4 months": RANGE_N,
     RANGE_N: RANGE_N,
+    # the spec's `last|previous \d+ months?` pattern, read by the agent itself
+    "kpi-attrition-rate department-home-loan previous 4 months": RANGE_N,
+    "kpi-attrition-rate department-home-loan last month": SINGLE,
 }
 
 

@@ -15,7 +15,7 @@ from concerto.agents.registry import register_agent
 from concerto.contracts.common import ErrorKind
 from concerto.contracts.events import EventType
 from concerto.packs.kpi.formats import EXAMPLES, KPIQuery, looks_structured
-from concerto.packs.kpi.interpret import MAX_REQUEST_CHARS, interpret, too_long, unknown_name
+from concerto.packs.kpi.interpret import MAX_REQUEST_CHARS, interpret, partial_format, too_long, unknown_name
 
 NO_DATA = "No data found for specified period"
 
@@ -105,7 +105,13 @@ class KPIAgent(Agent):
                 )
                 query, how = await asyncio.to_thread(self._interpret, request, context)
                 text = query.to_text()
-        query = KPIQuery.parse(text)
+        try:
+            query = KPIQuery.parse(text)
+        except AgentFailure:
+            partial = partial_format(text, context.now.date())
+            if partial is None:
+                raise
+            query = partial
         await context.emit(
             EventType.ACTION,
             "Querying the KPI store",

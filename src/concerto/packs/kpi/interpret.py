@@ -6,13 +6,14 @@ the store holds (see matching.py). Failures are `AgentFailure`s a user can act o
 
 from __future__ import annotations
 
+import re
 from datetime import date
 from typing import TYPE_CHECKING, Any
 
 from concerto.agents.base import AgentFailure
 from concerto.contracts.common import ErrorKind
 from concerto.packs.kpi.dates import Period, PeriodError, find_period
-from concerto.packs.kpi.formats import KPIQuery, invalid_date
+from concerto.packs.kpi.formats import NAME, KPIQuery, invalid_date
 from concerto.packs.kpi.matching import match_names
 from concerto.packs.kpi.months import Month
 
@@ -21,6 +22,8 @@ if TYPE_CHECKING:
     from concerto.packs.kpi.catalog import Catalog
 
 MAX_REQUEST_CHARS = 1000
+# The spec lets the agent read `last|previous N months` itself: `kpi-… department-… last 3 months`.
+_PARTIAL = re.compile(rf"^\s*kpi-(?P<kpi>{NAME})\s+department-(?P<department>{NAME})\s+(?P<rest>.{{1,100}}?)\s*$")
 
 
 def too_long(text: str) -> AgentFailure:
@@ -95,3 +98,21 @@ def interpret(request: str, today: date, catalog: Catalog, embedder: Embedder) -
             "score": round(found["department"].score, 3),
         },
     }
+
+
+def partial_format(text: str, today: date) -> KPIQuery | None:
+    """`kpi-{kpi} department-{department} <period in words>` as a query, else None.
+
+    The period must be the whole rest of the text ("last 3 months", "previous month"),
+    so a malformed agreed-format query still gets the invalid-format answer.
+    """
+    m = _PARTIAL.match(text)
+    if m is None:
+        return None
+    try:
+        period = find_period(m["rest"], today)
+    except PeriodError as exc:
+        raise invalid_date("period", exc.phrase, exc.reason) from None
+    if period is None or period.phrase != m["rest"].strip():
+        return None
+    return period_query(m["kpi"], m["department"], period)
