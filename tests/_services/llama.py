@@ -101,9 +101,7 @@ def _check_server_installed() -> None:
         ("sse_starlette", "llama-cpp-python[server]"),
     ):
         if importlib.util.find_spec(module) is None:
-            raise LlamaUnavailable(
-                f"{package} is not installed in {sys.executable}; {INSTALL_HINT}"
-            )
+            raise LlamaUnavailable(f"{package} is not installed in {sys.executable}; {INSTALL_HINT}")
 
 
 def free_port() -> int:
@@ -159,8 +157,7 @@ def start_llama_server(
     while True:
         if process.poll() is not None:
             raise LlamaUnavailable(
-                f"llama_cpp.server exited with code {process.returncode} on start-up:\n"
-                f"{server.log_tail()}"
+                f"llama_cpp.server exited with code {process.returncode} on start-up:\n{server.log_tail()}"
             )
         try:
             reply = httpx.get(f"{base_url}/models", timeout=2.0)
@@ -172,8 +169,7 @@ def start_llama_server(
         if time.perf_counter() > deadline:
             server.stop()
             raise LlamaUnavailable(
-                f"llama_cpp.server did not answer on {base_url} within {startup_timeout_s:g} s:\n"
-                f"{server.log_tail()}"
+                f"llama_cpp.server did not answer on {base_url} within {startup_timeout_s:g} s:\n{server.log_tail()}"
             )
         time.sleep(0.1)
     server.startup_s = time.perf_counter() - started

@@ -35,9 +35,7 @@ def completion(text: str = "hello", finish: str = "stop") -> dict[str, Any]:
         "id": "x",
         "object": "chat.completion",
         "model": "served-model",
-        "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}
-        ],
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
         "usage": {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15},
     }
 
@@ -49,9 +47,7 @@ def recording_llm(**kwargs: Any) -> tuple[OpenAICompatibleLLM, list[httpx.Reques
         seen.append(request)
         return httpx.Response(200, json=completion())
 
-    llm = OpenAICompatibleLLM(
-        "m", base_url="http://llm.test/v1", transport=httpx.MockTransport(handler), **kwargs
-    )
+    llm = OpenAICompatibleLLM("m", base_url="http://llm.test/v1", transport=httpx.MockTransport(handler), **kwargs)
     return llm, seen
 
 
@@ -157,9 +153,7 @@ def refusing_llm(
         return httpx.Response(200, json=completion('{"agent": "echo"}'))
 
     transport = httpx.MockTransport(handler)
-    llm = OpenAICompatibleLLM(
-        "m", base_url="http://llm.test/v1", json_mode=json_mode, transport=transport
-    )
+    llm = OpenAICompatibleLLM("m", base_url="http://llm.test/v1", json_mode=json_mode, transport=transport)
     return llm, bodies
 
 
@@ -270,9 +264,7 @@ async def test_dns_failure_is_unavailable() -> None:
         raise httpx.ConnectError("[Errno -2] Name or service not known", request=request)
 
     transport = httpx.MockTransport(refuse)
-    async with OpenAICompatibleLLM(
-        "m", base_url="http://no-such-host/v1", transport=transport
-    ) as llm:
+    async with OpenAICompatibleLLM("m", base_url="http://no-such-host/v1", transport=transport) as llm:
         with pytest.raises(LLMError) as info:
             await llm.complete(MESSAGES)
     assert info.value.kind == "unavailable"
@@ -299,9 +291,7 @@ async def test_slow_server_times_out(bad_server: str) -> None:
         ("missing", "error", "HTTP 404: Not Found (check CONCERTO_LLM_BASE_URL"),
     ],
 )
-async def test_bad_answers_become_llm_errors(
-    bad_server: str, behaviour: str, kind: str, words: str
-) -> None:
+async def test_bad_answers_become_llm_errors(bad_server: str, behaviour: str, kind: str, words: str) -> None:
     async with OpenAICompatibleLLM("m", base_url=f"{bad_server}/{behaviour}/v1") as llm:
         with pytest.raises(LLMError) as info:
             await llm.complete(MESSAGES)

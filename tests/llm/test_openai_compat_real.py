@@ -58,9 +58,7 @@ async def test_server_started_quickly(llama_server: LlamaServer) -> None:
 
 async def test_plain_completion_has_token_counts(llm: OpenAICompatibleLLM) -> None:
     async with llm:
-        reply = await llm.complete(
-            [Message(role="user", content="Say hello to Concerto.")], max_tokens=24
-        )
+        reply = await llm.complete([Message(role="user", content="Say hello to Concerto.")], max_tokens=24)
     assert reply.text.strip()
     assert reply.prompt_tokens > 5
     assert 0 < reply.completion_tokens <= 24
@@ -88,9 +86,7 @@ async def test_json_object_mode_constrains_output_to_the_schema(llm: OpenAICompa
 
 
 async def test_structured_output_through_settings(llama_server: LlamaServer) -> None:
-    settings = Settings(
-        llm_base_url=llama_server.base_url, llm_model=llama_server.model, llm_timeout_s=120
-    )
+    settings = Settings(llm_base_url=llama_server.base_url, llm_model=llama_server.model, llm_timeout_s=120)
     client = llm_from_settings(settings)
     assert isinstance(client, OpenAICompatibleLLM)
     usage = Usage()
@@ -147,11 +143,7 @@ async def test_wrong_path_on_a_live_server_is_an_error(llama_server: LlamaServer
 
 
 async def test_short_timeout_on_a_real_completion(llama_server: LlamaServer) -> None:
-    async with OpenAICompatibleLLM(
-        llama_server.model, base_url=llama_server.base_url, timeout_s=0.01
-    ) as client:
+    async with OpenAICompatibleLLM(llama_server.model, base_url=llama_server.base_url, timeout_s=0.01) as client:
         with pytest.raises(LLMError) as info:
-            await client.complete(
-                [Message(role="user", content="Write a long story.")], max_tokens=40
-            )
+            await client.complete([Message(role="user", content="Write a long story.")], max_tokens=40)
     assert info.value.kind == "timeout"

@@ -217,9 +217,7 @@ class OpenAICompatibleLLM:
                 kind="unavailable",
             ) from exc
         except httpx.HTTPError as exc:
-            raise LLMError(
-                f"LLM call to {self._url} failed: {_describe(exc)}", kind="error"
-            ) from exc
+            raise LLMError(f"LLM call to {self._url} failed: {_describe(exc)}", kind="error") from exc
 
     def _fall_back(self, step: int, refusal: str) -> None:
         ladder = _FORMAT_LADDERS[self.json_mode]
@@ -255,10 +253,7 @@ def llm_from_settings(settings: Settings) -> OpenAICompatibleLLM | None:
 def schema_instruction(json_schema: dict[str, Any]) -> str:
     """The sentence that tells the model which JSON to write."""
     schema = json.dumps(json_schema, separators=(",", ":"), ensure_ascii=False)
-    return (
-        "Reply with one JSON object only, no prose and no code fences. "
-        f"It must match this JSON schema: {schema}"
-    )
+    return f"Reply with one JSON object only, no prose and no code fences. It must match this JSON schema: {schema}"
 
 
 def _with_schema_instruction(messages: list[Message], json_schema: dict[str, Any]) -> list[Message]:
@@ -360,9 +355,7 @@ def _without_traceback(text: str, limit: int = 300) -> str:
     return message if len(message) <= limit else message[: limit - 3] + "..."
 
 
-def _parse_completion(
-    url: str, reply: httpx.Response, latency_ms: float, model: str
-) -> LLMResponse:
+def _parse_completion(url: str, reply: httpx.Response, latency_ms: float, model: str) -> LLMResponse:
     """Read text, usage and finish reason; anything that is not a chat completion is an error."""
     try:
         data = reply.json()

@@ -76,9 +76,7 @@ def _check(text: str, finish_reason: str | None, model_cls: type[T]) -> tuple[T 
         return None, f"the JSON did not match the schema ({_validation_problem(exc)})"
 
 
-def _record(
-    usage: Usage | None, purpose: str, *, reply: LLMResponse | None = None, failed: bool = False
-) -> None:
+def _record(usage: Usage | None, purpose: str, *, reply: LLMResponse | None = None, failed: bool = False) -> None:
     """Count one call (and its tokens and latency when it answered) under `purpose`."""
     if usage is None:
         return
@@ -161,7 +159,6 @@ async def complete_structured(
         ]
     what = f" for {purpose}" if purpose else ""
     raise LLMError(
-        f"the LLM gave no valid {model_cls.__name__}{what} in {retries + 1} "
-        f"attempt{'s' if retries else ''}: {problem}",
+        f"the LLM gave no valid {model_cls.__name__}{what} in {retries + 1} attempt{'s' if retries else ''}: {problem}",
         kind="invalid_output",
     )
