@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -107,8 +107,8 @@ def test_every_command_and_option_has_help(run) -> None:  # type: ignore[no-unty
 
 
 def test_installed_console_script() -> None:
-    exe = shutil.which("concerto")
-    assert exe, "the console script is installed with the package"
+    exe = Path(sys.executable).with_name("concerto")  # beside the interpreter, whatever PATH says
+    assert exe.exists(), "the console script is installed with the package"
     r = subprocess.run([exe, "ask", "echo: installed", "--json"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["response"] == 'Echo: "installed"'
