@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Rebuild BENCHMARKS.md from the per-pack result files that each benchmark's run produced.
+# Each results/*.md holds one side-by-side run with the command that produced it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+{
+  echo "# Benchmarks"
+  echo
+  echo "Every figure below was measured side by side in one run of the command shown with it,"
+  echo "on this project's machine kind (2 cores, 24 GiB, Debian 12, Python 3.11). Ratios are"
+  echo "what to compare; absolute times move with the machine's load. To re-measure:"
+  echo
+  echo '```bash'
+  echo ".venv/bin/python benchmarks/bench_engine.py > benchmarks/results/engine.md"
+  echo ".venv/bin/python benchmarks/bench_city.py --output benchmarks/results/city.md"
+  echo ".venv/bin/python benchmarks/bench_kpi.py --records 1000000   # writes results/kpi.md"
+  echo ".venv/bin/python benchmarks/bench_metrics.py --output benchmarks/results/metrics.md   # starts its own Prometheus"
+  echo "bash benchmarks/compose.sh                     # rebuilds this file"
+  echo '```'
+  for part in engine city kpi metrics; do
+    f="benchmarks/results/$part.md"
+    [ -f "$f" ] || continue
+    echo
+    case $part in
+      engine) echo "## Engine (issue 2)";;
+    esac
+    echo
+    sed -e 's/^# /### /' -e 's/^## /### /' "$f"
+  done
+} > BENCHMARKS.md
+echo "BENCHMARKS.md rebuilt"
