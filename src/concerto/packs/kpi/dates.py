@@ -20,24 +20,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
 
+from concerto.nlp.numbers import number_words_pattern, word_number
 from concerto.packs.kpi.months import Month
 
-_NUMBER_WORDS = {
-    "one": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
-    "eleven": 11,
-    "twelve": 12,
-    "eighteen": 18,
-    "twenty-four": 24,
-}
 _MONTHS = {
     name: i
     for i, names in enumerate(
@@ -60,7 +45,7 @@ _MONTHS = {
     for name in names
 }
 _MON = r"(?P<{g}>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
-_NUM = r"(?P<n>\d{1,3}|" + "|".join(_NUMBER_WORDS) + r")"
+_NUM = r"(?P<n>\d{1,3}|" + number_words_pattern() + r")"
 MAX_MONTHS = 1200
 
 
@@ -97,7 +82,12 @@ def last_n_months(today: date, n: int) -> tuple[Month, Month]:
 
 
 def _number(text: str) -> int:
-    return int(text) if text.isdigit() else _NUMBER_WORDS[text]
+    if text.isdigit():
+        return int(text)
+    value = word_number(text)
+    if value is None:
+        raise ValueError(f"not a number: {text!r}")
+    return value
 
 
 def _month(name: str) -> int:

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 
+from concerto.nlp.numbers import number_words_pattern, word_number
 from concerto.packs.metrics.models import TimeRange
 
 DEFAULT_WINDOW = timedelta(hours=1)
@@ -63,28 +64,8 @@ _UNITS = {
     "months": 2592000,
 }
 _UNIT_RE = "|".join(sorted(_UNITS, key=len, reverse=True))
-_NUMBER_WORDS = {
-    "a": 1,
-    "an": 1,
-    "one": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
-    "twelve": 12,
-    "fifteen": 15,
-    "twenty": 20,
-    "thirty": 30,
-    "forty-five": 45,
-    "sixty": 60,
-    "ninety": 90,
-}
-_NUM = r"(?P<n>\d+(?:\.\d+)?|" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True)) + r")"
+_ARTICLES = {"a": 1, "an": 1}  # "over a day", "in the past an hour"
+_NUM = r"(?P<n>\d+(?:\.\d+)?|" + number_words_pattern(_ARTICLES) + r")"
 _CLOCK = (
     r"\d{4}-\d{2}-\d{2}(?:[ t]\d{1,2}:\d{2}(?::\d{2})?)?(?:z|[+-]\d{2}:?\d{2})?"
     r"|\d{1,2}(?::\d{2})?\s*(?:am|pm)?(?![\d-])"
@@ -137,7 +118,8 @@ def make_range(start: datetime, end: datetime, expression: str) -> TimeRange:
 def _amount(match: re.Match[str]) -> float:
     groups = match.groupdict()
     raw = (groups.get("n") or groups.get("n2") or "1").lower()
-    return float(_NUMBER_WORDS.get(raw, raw))
+    value = word_number(raw, _ARTICLES)
+    return float(value if value is not None else raw)
 
 
 def _describe(amount: float, unit: str) -> str:
