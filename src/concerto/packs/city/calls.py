@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from concerto.agents.base import AgentContext, AgentFailure
+from concerto.agents.base import Agent, AgentContext, AgentFailure
 from concerto.contracts.common import ErrorKind
 from concerto.contracts.events import EventType
 
@@ -105,3 +105,13 @@ def city_from(payload: dict[str, Any]) -> str:
             kind=ErrorKind.VALIDATION,
         )
     return city
+
+
+class CityAgent(Agent):
+    """Base of the agents that answer about one city: the orchestrator side finds the city."""
+
+    async def prepare(self, request: str, context: AgentContext) -> dict[str, Any]:
+        """Find the city in the question (as typed; the server resolves it)."""
+        from concerto.packs.city.extract import extract_city
+
+        return {"city": extract_city(request), "request": request}

@@ -5,16 +5,16 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentInfo, AgentResult
+from concerto.agents.base import AgentContext, AgentFailure, AgentInfo, AgentResult
 from concerto.agents.registry import register_agent
 from concerto.contracts.common import ErrorKind
-from concerto.packs.city.calls import call_tool, check_result, city_from
+from concerto.packs.city.calls import CityAgent, call_tool, check_result, city_from
 from concerto.packs.city.models import DateTimeData, DateTimeResult
 from concerto.packs.city.temperature import AGENT_TIMEOUT_MS
 
 
 @register_agent
-class DateTimeAgent(Agent):
+class DateTimeAgent(CityAgent):
     """Asks the datetime MCP server (`getDateTime`) for the local time at `context.now`."""
 
     info = AgentInfo(
@@ -46,12 +46,6 @@ class DateTimeAgent(Agent):
         default_timeout_ms=AGENT_TIMEOUT_MS,
         max_concurrency=2,
     )
-
-    async def prepare(self, request: str, context: AgentContext) -> dict[str, Any]:
-        """Find the city in the question (as typed; the server resolves it)."""
-        from concerto.packs.city.extract import extract_city
-
-        return {"city": extract_city(request), "request": request}
 
     async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
         city = city_from(payload)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import UTC
 from typing import Any
 
-from concerto.agents.base import Agent, AgentContext, AgentInfo, AgentResult
+from concerto.agents.base import AgentContext, AgentInfo, AgentResult
 from concerto.agents.registry import register_agent
-from concerto.packs.city.calls import call_tool, check_result, city_from
+from concerto.packs.city.calls import CityAgent, call_tool, check_result, city_from
 from concerto.packs.city.models import TemperatureData, WeatherResult
 
 # Connection (2 s) plus request (5 s) by default, so the pack's own clearer timeout
@@ -16,7 +16,7 @@ AGENT_TIMEOUT_MS = 7500
 
 
 @register_agent
-class TemperatureAgent(Agent):
+class TemperatureAgent(CityAgent):
     """Asks the weather MCP server (`getTemperature`) for a US city's current temperature."""
 
     info = AgentInfo(
@@ -51,12 +51,6 @@ class TemperatureAgent(Agent):
         default_timeout_ms=AGENT_TIMEOUT_MS,
         max_concurrency=2,
     )
-
-    async def prepare(self, request: str, context: AgentContext) -> dict[str, Any]:
-        """Find the city in the question (as typed; the server resolves it)."""
-        from concerto.packs.city.extract import extract_city
-
-        return {"city": extract_city(request), "request": request}
 
     async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
         city = city_from(payload)
