@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite with the real services it needs, on a fresh Debian machine:
 # installs Prometheus + node exporter (apt), the project with its dev extras, the
-# llama.cpp OpenAI-compatible server and its small model; then runs every check:
+# llama.cpp OpenAI-compatible server and its small model, the MCP conformance suite
+# (npm); then runs every check:
 # ruff (lint + format), mypy, and pytest (which starts Prometheus, the MCP servers,
 # the LLM server and a weather replay server on loopback ports by itself).
 set -uo pipefail
@@ -21,6 +22,9 @@ bash scripts/setup.sh dev || exit 1
 
 step "LLM server for the llm tier (llama-cpp-python + SmolLM2 GGUF)"
 bash scripts/install-llm-server.sh .venv/bin/python || exit 1
+
+step "MCP conformance suite (npm: @modelcontextprotocol/conformance + Node 22)"
+bash scripts/install-mcp-conformance.sh || exit 1
 
 status=0
 step "ruff"
