@@ -60,7 +60,9 @@ class Orchestrator:
         self.resources = resources or Resources(self.settings)
         self.llm = llm if llm is not None else _llm_from_settings(self.settings)
         self._agents: dict[str, Agent] = {}
-        self._router: Router | None = None
+        self._router: Router | None = None  # built on first use, with the planner and synthesizer
+        self._planner: Planner
+        self._synthesizer: Synthesizer
         self._started = False
         self.executor = Executor(self.agent, self.settings.max_concurrency)
 
@@ -74,12 +76,14 @@ class Orchestrator:
         import importlib
         from importlib.metadata import entry_points
 
+        wanted = {p.strip() for p in (self.settings.agents or "").split(",") if p.strip()}
         for ep in entry_points(group="concerto.agents"):
-            module = importlib.import_module(ep.value.split(":")[0])
-            hook = getattr(module, "dynamic_agents", None)
-            if hook is None:
-                continue
+            if wanted and ep.name not in wanted:
+                continue  # CONCERTO_AGENTS limits run-time agents like the others
             try:
+                hook = getattr(importlib.import_module(ep.value.split(":")[0]), "dynamic_agents", None)
+                if hook is None:
+                    continue
                 found = hook(self.settings)
                 if inspect.isawaitable(found):
                     found = await found
@@ -103,6 +107,9 @@ class Orchestrator:
             self._intents = load_intents(set(agents), self.settings.intents_file)
             targets = Router.targets(self.registry.infos(), self._intents)
             index = SemanticIndex(targets, self.resources.embedder, self.settings.data_dir / "cache")
+            infos = {info.name: info for info in self.registry.infos()}
+            self._planner = Planner(infos, self._intents, llm=self.llm, llm_retries=self.settings.llm_max_retries)
+            self._synthesizer = Synthesizer(infos, self.llm)
             self._router = Router(
                 agents,
                 self._intents,
@@ -226,14 +233,8 @@ class Orchestrator:
             )
 
         t = time.perf_counter()
-        planner = Planner(
-            {n: self.registry.get(n).info for n in self.registry.names()},
-            self.router.intents,
-            llm=self.llm,
-            llm_retries=self.settings.llm_max_retries,
-        )
         try:
-            plan, plan_notes = await planner.plan(request.query, decision, request.query_id, usage)
+            plan, plan_notes = await self._planner.plan(request.query, decision, request.query_id, usage)
         except PlanError as exc:
             return self._error(
                 request,
@@ -287,7 +288,7 @@ class Orchestrator:
         if not ok:
             timed_out = any(r.status is ExecutionStatus.CANCELLED for r in results)
             category: ErrorCategory = "timeout" if timed_out else "all_agents_failed"
-            message = " ".join(Synthesizer({}).template(request, results).response.split())
+            message = " ".join(self._synthesizer.template(request, results).response.split())
             return self._error(
                 request,
                 start,
@@ -300,9 +301,7 @@ class Orchestrator:
                 retry=timed_out,
             )
         t = time.perf_counter()
-        synthesis = await Synthesizer(
-            {n: self.registry.get(n).info for n in self.registry.names()}, self.llm
-        ).synthesize(request, results, usage)
+        synthesis = await self._synthesizer.synthesize(request, results, usage)
         breakdown["synthesis_ms"] = elapsed_ms(t)
         notes += synthesis.notes
         if usage.calls or usage.failures:
