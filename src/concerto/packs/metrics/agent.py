@@ -62,6 +62,7 @@ class MetricsAgent(Agent):
             "Disk write throughput since 2 hours ago",
             "What is the request rate for job api?",
             "Average system load on the server today",
+            "Are all scrape targets up?",
         ],
         default_timeout_ms=15000,
     )
