@@ -161,3 +161,31 @@ async def test_agent_events_carry_source_and_step(make_orchestrator) -> None:  #
     events = [i async for i in orch.stream("what time is it in Chicago?") if isinstance(i, Event)]
     mine = [e for e in events if e.source == "clock" and e.title == "Looking things up"]
     assert mine and mine[0].step == 3 and mine[0].task_id
+
+
+async def test_intent_file_routes_by_its_examples_and_plans_from_its_table(make_orchestrator, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A named intent from CONCERTO_INTENTS_FILE: routed by its examples, planned as its table says."""
+    order: list[str] = []
+    gather = fake_agent("gather", summary="Collected 3 figures.", on_run=lambda c, p: order.append("gather"))
+    explain = fake_agent(
+        "explain",
+        summary="The figures rose.",
+        on_run=lambda c, p: order.append(f"explain saw {[r.agent for r in c.previous_results]}"),
+    )
+    table = tmp_path / "intents.yaml"
+    table.write_text(
+        "intents:\n"
+        "  quarterly_review:\n"
+        "    description: A quarterly business review of the figures, explained\n"
+        "    examples: ['prepare the quarterly business review']\n"
+        "    tasks:\n"
+        "      - {agent: gather, priority: 1, parallel_group: 1, timeout_ms: 2000}\n"
+        "      - {agent: explain, priority: 2, timeout_ms: 2000}\n"
+    )
+    orch = make_orchestrator(gather, explain, intents_file=table)
+    out = await orch.ask("please prepare our quarterly business review")
+    assert isinstance(out, OrchestratorOutput)
+    assert out.intent_classification.primary_intent == "quarterly_review"
+    assert out.breakdown["plan"]["source"] == "table" and out.breakdown["plan"]["strategy"] == "sequential"
+    assert order == ["gather", "explain saw ['gather']"]
+    assert out.response == "Collected 3 figures. The figures rose."
