@@ -208,3 +208,49 @@ def test_timing_fields_are_consistent(n: int) -> None:
         assert r.execution_latency_ms >= 5
         assert r.total_latency_ms >= r.execution_latency_ms
         assert abs(r.total_latency_ms - r.execution_latency_ms - r.dispatch_latency_ms) < 1
+
+
+def test_a_crash_inside_the_executor_is_reported_not_hung() -> None:
+    """An agent returning something that breaks the response contract fails its task only."""
+
+    class Broken(fake_agent("broken")):  # type: ignore[misc, valid-type]
+        async def run(self, context, payload):  # type: ignore[no-untyped-def]
+            return "not an AgentResult"
+
+    reg = AgentRegistry([Broken, fake_agent("fine")])
+    results, _ = run(OrchestrationPlan(tasks=[task("B", "broken"), task("F", "fine")]), reg)
+    assert results[0].status is ExecutionStatus.FAILED and "internal error" in results[0].errors[0].message
+    assert results[1].status is ExecutionStatus.COMPLETED
+
+
+def test_cancelling_the_caller_cancels_running_agents() -> None:
+    c = Clocked()
+    reg = AgentRegistry([c.agent("slow", 10)])
+    settings = Settings()
+    resources = Resources(settings)
+    instances = {"slow": reg.get("slow")(settings, resources)}
+
+    def make_context(t, agent, deps):  # type: ignore[no-untyped-def]
+        return AgentContext(
+            query=OrchestratorInput(query="q"),
+            now=datetime.now(UTC),
+            settings=settings,
+            resources=resources,
+            task_id=t.task_id,
+            agent=agent,
+            previous_results=deps,
+        )
+
+    async def main() -> int:
+        executor = Executor(instances.__getitem__)
+        caller = asyncio.create_task(
+            executor.execute(OrchestrationPlan(tasks=[task("S", "slow")]), make_context, EventStream("q"))
+        )
+        await asyncio.sleep(0.05)
+        caller.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await caller
+        await asyncio.sleep(0.01)
+        return c.running
+
+    assert asyncio.run(main()) == 0

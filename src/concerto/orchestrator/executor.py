@@ -140,8 +140,14 @@ class Executor:
 
         def on_done(task_id: str, runner: asyncio.Task[AgentDispatchResponse]) -> None:
             running.pop(task_id, None)
-            if not runner.cancelled():
+            if runner.cancelled():
+                return
+            exc = runner.exception()
+            if exc is None:
                 settle(task_id, runner.result())
+            else:  # a bug in the executor itself: report it for this task, never hang the plan
+                log.error("task %s crashed in the executor", task_id, exc_info=exc)
+                settle(task_id, _crashed(by_id[task_id], exc))
 
         def settle(task_id: str, response: AgentDispatchResponse) -> None:
             results[task_id] = response
@@ -155,10 +161,15 @@ class Executor:
         for task in tasks:
             if not task.depends_on:
                 launch(task)
-        if deadline_ms is None:
-            await finished
-            return [results[t.task_id] for t in tasks]
-        done, _ = await asyncio.wait([finished], timeout=deadline_ms / 1000)
+        try:
+            if deadline_ms is None:
+                await finished
+                return [results[t.task_id] for t in tasks]
+            done, _ = await asyncio.wait([finished], timeout=deadline_ms / 1000)
+        except asyncio.CancelledError:  # the caller gave up (client gone): stop our tasks too
+            for runner in list(running.values()):
+                runner.cancel()
+            raise
         if not done:
             pending = list(running.values())
             events.emit(
@@ -180,11 +191,9 @@ class Executor:
         deps: list[AgentDispatchResponse],
         events: EventStream,
         prepared: dict[str, Any] | None,
-        gate: _PriorityGate | None,
+        gate: _PriorityGate,
     ) -> AgentDispatchResponse:
         ready = time.perf_counter()
-        if gate is None:
-            return await self._run_with_fallback(task, make_context, deps, events, ready, prepared)
         await gate.acquire(task.priority)
         try:
             return await self._run_with_fallback(task, make_context, deps, events, ready, prepared)
@@ -360,6 +369,21 @@ def _skipped(task: AgentTask, reason: str) -> AgentDispatchResponse:
         status=ExecutionStatus.SKIPPED,
         errors=[
             AgentError(agent=task.agent, kind=ErrorKind.DEPENDENCY, error_type="dependency_failed", message=reason)
+        ],
+    )
+
+
+def _crashed(task: AgentTask, exc: BaseException) -> AgentDispatchResponse:
+    return AgentDispatchResponse(
+        agent=task.agent,
+        task_id=task.task_id,
+        status=ExecutionStatus.FAILED,
+        errors=[
+            AgentError(
+                agent=task.agent,
+                error_type="internal_error",
+                message=f"internal error while running {task.agent}: {type(exc).__name__}: {exc}"[:500],
+            )
         ],
     )
 
