@@ -189,3 +189,15 @@ async def test_intent_file_routes_by_its_examples_and_plans_from_its_table(make_
     assert out.breakdown["plan"]["source"] == "table" and out.breakdown["plan"]["strategy"] == "sequential"
     assert order == ["gather", "explain saw ['gather']"]
     assert out.response == "Collected 3 figures. The figures rose."
+
+
+async def test_a_reader_that_stops_early_cancels_the_question(make_orchestrator) -> None:  # type: ignore[no-untyped-def]
+    finished: list[bool] = []
+    slow = fake_agent("clock", delay_s=2, on_run=lambda c, p: finished.append(True), **CLOCK)  # type: ignore[arg-type]
+    orch = make_orchestrator(slow)
+    stream = orch.stream("what time is it in Chicago?")
+    first = await anext(stream)
+    assert isinstance(first, Event)
+    await stream.aclose()  # e.g. the SSE client disconnected
+    await asyncio.sleep(2.2)
+    assert finished == []  # the agent was cancelled, not left running to completion

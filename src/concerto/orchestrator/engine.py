@@ -194,14 +194,19 @@ class Orchestrator:
         first = asyncio.ensure_future(anext(subscription, None))  # subscribe before work starts
         await asyncio.sleep(0)
         task = asyncio.create_task(self.ask(query, now=now, events=events))
-        pending_event: asyncio.Future[Event | None] | None = first
-        while pending_event is not None:
-            event = await pending_event
-            if event is None:
-                break
-            yield event
-            pending_event = asyncio.ensure_future(anext(subscription, None))
-        yield await task
+        pending_event: asyncio.Future[Event | None] = first
+        try:
+            while True:
+                event = await pending_event
+                if event is None:
+                    break
+                yield event
+                pending_event = asyncio.ensure_future(anext(subscription, None))
+            yield await task
+        finally:  # the reader went away (e.g. an SSE client disconnected): stop the work
+            for leftover in (pending_event, task):
+                if not leftover.done():
+                    leftover.cancel()
 
     async def _answer(self, request: OrchestratorInput, now: datetime, events: EventStream, start: float) -> Result:
         usage = Usage()
