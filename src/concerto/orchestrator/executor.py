@@ -267,16 +267,13 @@ class Executor:
         # which matters because every task of every plan pays it.
         me = asyncio.current_task()
         assert me is not None
-        expired: list[bool] = []
-
-        def expire() -> None:
-            expired.append(True)
-            me.cancel()
-
-        timer = asyncio.get_running_loop().call_later(task.timeout_ms / 1000, expire)
+        loop = asyncio.get_running_loop()
+        timer = loop.call_later(task.timeout_ms / 1000, me.cancel)
         try:
             if prepared is not None and agent_name == task.agent:
                 payload = prepared
+            elif type(agent).prepare is Agent.prepare:  # the default: skip a coroutine per task
+                payload = {"request": task.request or context.query.query}
             else:
                 payload = await agent.prepare(task.request or context.query.query, context)
             payload = {**payload, **task.input_payload}
@@ -287,8 +284,8 @@ class Executor:
             t0 = time.perf_counter()
             attempt.result = await agent.run(context, payload)
         except asyncio.CancelledError:
-            if not expired:
-                raise  # the query's deadline, not this task's timeout
+            if loop.time() < timer.when():
+                raise  # the query's deadline or the caller, not this task's timer
             me.uncancel()
             attempt.status = ExecutionStatus.TIMEOUT
             attempt.error = AgentError(
