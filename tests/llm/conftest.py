@@ -3,19 +3,14 @@
 from __future__ import annotations
 
 import json
-import sys
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
-# `_services` lives in tests/; make it importable however pytest was told to import tests.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from _services.llama import LlamaServer, running_llama_server
+from _services.threaded_http import serve_in_thread
 
 
 @pytest.fixture(scope="session")
@@ -75,10 +70,5 @@ class _Misbehaving(BaseHTTPRequestHandler):
 @pytest.fixture(scope="session")
 def bad_server() -> Iterator[str]:
     """Base URL (`http://127.0.0.1:PORT`) of an HTTP server that answers chat calls badly."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Misbehaving)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serve_in_thread(_Misbehaving) as url:
+        yield url

@@ -6,13 +6,10 @@ whatever the model says, the orchestrator returns a valid contract and records t
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _services.llama import LlamaServer, running_llama_server
 from concerto.contracts.orchestrator import OrchestratorErrorResponse, OrchestratorOutput

@@ -6,17 +6,17 @@ them FAIL with the install command, unless CONCERTO_SKIP_PROMETHEUS=1 says to sk
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
 import pytest_asyncio
 
+from _services.threaded_http import serve_in_thread
 from concerto.agents.base import AgentContext
 from concerto.nlp.embeddings import Embedder, default_embedder
 from concerto.packs.metrics._local_prometheus import (
@@ -101,10 +101,5 @@ class _SlowHandler(BaseHTTPRequestHandler):
 @pytest.fixture
 def slow_server() -> Iterator[str]:
     """An HTTP server on loopback that answers every request after 2 s."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _SlowHandler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serve_in_thread(_SlowHandler) as url:
+        yield url

@@ -7,13 +7,12 @@ and the state ends with exactly one of a result or one of the spec's error types
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from _services.llama import LlamaServer, running_llama_server
 from concerto.agents.base import AgentFailure
 from concerto.llm.openai_compat import llm_from_settings
 from concerto.nlp.embeddings import Embedder
@@ -22,9 +21,6 @@ from concerto.packs.metrics.models import MetricsQueryResult
 from concerto.settings import Settings
 
 from .conftest import context_for
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from _services.llama import LlamaServer, running_llama_server
 
 pytestmark = [pytest.mark.llm, pytest.mark.prometheus]
 
