@@ -52,10 +52,8 @@ class Clocked:
         return _A
 
 
-def run(plan: OrchestrationPlan, registry: AgentRegistry, **kw):  # type: ignore[no-untyped-def]
-    settings = Settings()
-    resources = Resources(settings)
-    instances = {n: registry.get(n)(settings, resources) for n in registry.names()}
+def context_factory(settings: Settings, resources: Resources):  # type: ignore[no-untyped-def]
+    """The executor's `make_context` for a fixed question."""
 
     def make_context(task, agent, deps):  # type: ignore[no-untyped-def]
         return AgentContext(
@@ -67,6 +65,16 @@ def run(plan: OrchestrationPlan, registry: AgentRegistry, **kw):  # type: ignore
             agent=agent,
             previous_results=deps,
         )
+
+    return make_context
+
+
+def run(plan: OrchestrationPlan, registry: AgentRegistry, **kw):  # type: ignore[no-untyped-def]
+    settings = Settings()
+    resources = Resources(settings)
+    instances = {n: registry.get(n)(settings, resources) for n in registry.names()}
+
+    make_context = context_factory(settings, resources)
 
     events = EventStream("q")
     executor = Executor(instances.__getitem__, kw.pop("cap", 8))
@@ -230,16 +238,7 @@ def test_cancelling_the_caller_cancels_running_agents() -> None:
     resources = Resources(settings)
     instances = {"slow": reg.get("slow")(settings, resources)}
 
-    def make_context(t, agent, deps):  # type: ignore[no-untyped-def]
-        return AgentContext(
-            query=OrchestratorInput(query="q"),
-            now=datetime.now(UTC),
-            settings=settings,
-            resources=resources,
-            task_id=t.task_id,
-            agent=agent,
-            previous_results=deps,
-        )
+    make_context = context_factory(settings, resources)
 
     async def main() -> int:
         executor = Executor(instances.__getitem__)
