@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from typing import Protocol, runtime_checkable
 
@@ -22,7 +23,8 @@ class Embedder(Protocol):
 class LocalEmbedder:
     """all-MiniLM-L6-v2 from the installed package, with an in-memory cache per text.
 
-    The model loads on first use (about 0.2 s), never at import time.
+    The model loads on first use (about 0.2 s), never at import time. Calls are serialised
+    by a lock, so the router can embed in a worker thread without blocking the event loop.
     """
 
     dimension = 384
@@ -31,6 +33,7 @@ class LocalEmbedder:
         self._model: object | None = None
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_size = cache_size
+        self._lock = threading.Lock()
 
     def _encoder(self):  # type: ignore[no-untyped-def]
         if self._model is None:
@@ -40,6 +43,10 @@ class LocalEmbedder:
         return self._model
 
     def embed(self, texts: list[str]) -> np.ndarray:
+        with self._lock:
+            return self._embed(texts)
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
         missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
         if missing:
             vectors = self._encoder().encode(missing)

@@ -8,6 +8,7 @@ same declarations.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Mapping
@@ -83,7 +84,9 @@ class Router:
         start = time.perf_counter()
         decision = self._structured(question)
         if decision is None:
-            decision = self._semantic(question)
+            # The forward pass takes ~10 ms of CPU (the first one also loads the model):
+            # a worker thread keeps the event loop, and so other questions, moving.
+            decision = await asyncio.to_thread(self._semantic, question)
             confident = decision.classification.confidence >= self.threshold and not decision.notes
             if self.llm is not None and not confident:
                 decision = await self._llm(question, decision, usage)

@@ -8,7 +8,9 @@ texts are cached on disk, so a cold `concerto ask` embeds only the question.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,13 +47,15 @@ class SemanticIndex:
         self._owner = np.array([i for i, target in enumerate(targets) for _ in target.texts], dtype=np.int64)
         self._cache_dir = cache_dir
         self._matrix_: np.ndarray | None = None
+        self._lock = threading.Lock()
 
     @property
     def _matrix(self) -> np.ndarray:
         # Computed on the first semantic question: a structured one never loads the model.
-        if self._matrix_ is None:
-            self._matrix_ = self._vectors(self._texts, self._cache_dir)
-        return self._matrix_
+        with self._lock:  # questions routed in parallel threads build it once
+            if self._matrix_ is None:
+                self._matrix_ = self._vectors(self._texts, self._cache_dir)
+            return self._matrix_
 
     def _vectors(self, texts: list[str], cache_dir: Path | None) -> np.ndarray:
         if not texts:
@@ -69,7 +73,10 @@ class SemanticIndex:
         if path is not None:
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
-                np.save(path, matrix)
+                partial = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+                with partial.open("wb") as fh:
+                    np.save(fh, matrix)
+                partial.replace(path)  # atomic: another process never reads half a file
             except OSError:
                 pass  # a read-only data dir only costs the cache
         return matrix
