@@ -20,18 +20,19 @@ import asyncio
 import itertools
 import os
 import platform
-import socket
 import statistics
 import subprocess
-import sys
 import tempfile
 import threading
 import time
-from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+from _timing import timed
+
+from concerto.packs.city.spawn import start_http_server
 
 NOW = datetime(2025, 3, 9, 8, 0, tzinfo=UTC)
 CITIES = ["Chicago", "Denver", "Boston", "Miami", "Phoenix", "Honolulu", "Seattle", "Austin",
@@ -68,45 +69,7 @@ def start_provider(delay_s: float) -> tuple[ThreadingHTTPServer, str]:
 
 def start_http_mcp(kind: str, weather_url: str) -> tuple[subprocess.Popen[bytes], str]:
     """`concerto mcp serve KIND --transport http` on a free port."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "concerto.packs.city.cli",
-            "serve",
-            kind,
-            "--transport",
-            "http",
-            "--port",
-            str(port),
-        ],
-        env={**os.environ, "CONCERTO_WEATHER_URL": weather_url},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return proc, f"http://127.0.0.1:{port}/mcp"
-        except OSError:
-            time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError(f"the {kind} MCP server did not start")
-
-
-async def timed(fn: Callable[[], Awaitable[Any]], n: int) -> list[float]:
-    """Milliseconds of `n` calls of `fn`, after one warm-up call."""
-    await fn()
-    out = []
-    for _ in range(n):
-        t = time.perf_counter()
-        await fn()
-        out.append((time.perf_counter() - t) * 1000)
-    return out
+    return start_http_server(kind, env={"CONCERTO_WEATHER_URL": weather_url})
 
 
 def row(label: str, ms: list[float]) -> str:

@@ -7,17 +7,14 @@ a local HTTP server replaying recorded Open-Meteo responses.
 
 from __future__ import annotations
 
-import os
-import socket
 import subprocess
-import sys
-import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 import pytest_asyncio
 
+from concerto.packs.city import spawn
 from concerto.resources import Resources
 from concerto.settings import Settings
 
@@ -61,46 +58,9 @@ async def resources(settings: Settings) -> AsyncIterator[Resources]:
     await res.aclose()
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout_s: float = 30) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.1)
-    raise TimeoutError(f"nothing listens on port {port}")
-
-
 def start_http_server(kind: str, weather_url: str) -> tuple[subprocess.Popen[bytes], str]:
     """`concerto mcp serve KIND --transport http` on a free port; returns it and its /mcp URL."""
-    port = free_port()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "concerto.packs.city.cli",
-            "serve",
-            kind,
-            "--transport",
-            "http",
-            "--port",
-            str(port),
-        ],
-        env={**os.environ, "CONCERTO_WEATHER_URL": weather_url},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    wait_for_port(port, proc)
-    return proc, f"http://127.0.0.1:{port}/mcp"
+    return spawn.start_http_server(kind, env={"CONCERTO_WEATHER_URL": weather_url})
 
 
 @pytest.fixture(scope="session")

@@ -160,7 +160,7 @@ async def test_hostile_city_text_is_refused(settings: Settings, resources: Resou
 
 
 async def test_offline_provider_is_a_clear_error(tmp_path: object, provider: Replay) -> None:
-    from .conftest import free_port
+    from concerto.packs.city.spawn import free_port
 
     settings = Settings(weather_url=f"http://127.0.0.1:{free_port()}", mcp_connect_timeout_ms=20000)
     resources = Resources(settings)

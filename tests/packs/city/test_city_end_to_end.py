@@ -9,9 +9,9 @@ from concerto.agents.registry import load_registry
 from concerto.contracts.orchestrator import OrchestratorErrorResponse, OrchestratorOutput
 from concerto.orchestrator.engine import Orchestrator
 from concerto.packs.city.models import to_query_response
+from concerto.packs.city.spawn import free_port
 from concerto.settings import Settings
 
-from .conftest import free_port
 from .replay import Replay
 
 NOW = datetime(2025, 11, 2, 7, 30, tzinfo=UTC)  # 01:30 CST, the second 01:30 in Chicago

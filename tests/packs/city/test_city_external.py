@@ -12,11 +12,12 @@ from concerto.agents.registry import AgentRegistry
 from concerto.packs.city import dynamic_agents
 from concerto.packs.city.config import ServersFileError, load_servers
 from concerto.packs.city.external import agent_name
+from concerto.packs.city.spawn import free_port
 from concerto.resources import Resources
 from concerto.settings import Settings
 from concerto.testing import make_context
 
-from .conftest import FIXTURE_SERVERS, free_port, servers_file
+from .conftest import FIXTURE_SERVERS, servers_file
 
 NOTES = f"""
 servers:

@@ -17,12 +17,13 @@ import pytest
 from concerto.agents.base import AgentFailure
 from concerto.contracts.common import ErrorKind
 from concerto.packs.city.client import MCPServer
+from concerto.packs.city.spawn import free_port
 from concerto.packs.city.temperature import TemperatureAgent
 from concerto.resources import Resources
 from concerto.settings import Settings
 from concerto.testing import make_context
 
-from .conftest import FIXTURE_SERVERS, free_port, servers_file
+from .conftest import FIXTURE_SERVERS, servers_file
 
 
 def odd_weather_settings(tmp_path: Path, **overrides: int) -> Settings:
@@ -207,7 +208,7 @@ async def test_server_that_died_while_idle_is_restarted_transparently(tmp_path: 
 async def test_http_server_killed_mid_request_fails_fast(tmp_path: Path) -> None:
     import subprocess
 
-    from .conftest import wait_for_port
+    from concerto.packs.city.spawn import wait_for_port
 
     port = free_port()
     env = {**os.environ, "STARTED_FILE": str(tmp_path / "started")}

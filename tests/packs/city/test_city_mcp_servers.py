@@ -128,7 +128,7 @@ async def test_tool_errors_carry_the_spec_error_shape(
 
 
 async def test_provider_offline_is_a_clear_tool_error(tmp_path: Any) -> None:
-    from .conftest import free_port
+    from concerto.packs.city.spawn import free_port
 
     dead = f"http://127.0.0.1:{free_port()}"
     async with open_session("weather", "stdio", dead, None) as session:

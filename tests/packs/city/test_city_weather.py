@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from concerto.packs.city.cities import resolve
+from concerto.packs.city.spawn import free_port
 from concerto.packs.city.weather import WeatherError, current_temperature, describe, parse_forecast
 
-from .conftest import free_port
 from .replay import Replay, forecast, recording
 
 
