@@ -25,6 +25,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypedDict
 
+from _timing import percentile, timed
+
 from concerto.agents.base import Agent, AgentContext, AgentInfo, AgentResult
 from concerto.agents.registry import AgentRegistry, load_registry
 from concerto.contracts.orchestrator import OrchestratorInput
@@ -169,24 +171,14 @@ def langgraph_runner(kind: str) -> Callable[[], Awaitable[Any]] | None:
 
 
 async def timeit(fn: Callable[[], Awaitable[Any]], n: int) -> list[float]:
-    for _ in range(min(200, n)):  # warm-up
-        await fn()
-    out = []
-    for _ in range(n):
-        t = time.perf_counter()
-        await fn()
-        out.append((time.perf_counter() - t) * 1000)
-    return out
-
-
-def pct(xs: list[float], q: float) -> float:
-    return sorted(xs)[min(len(xs) - 1, int(q * len(xs)))]
+    """Milliseconds per run after up to 200 warm-up runs."""
+    return await timed(fn, n, warmup=min(200, n))
 
 
 def row(name: str, xs: list[float], base: float | None = None) -> str:
     med = statistics.median(xs)
     ratio = f"{med / base:.1f}×" if base else "1.0×"
-    return f"| {name} | {med:.3f} | {pct(xs, 0.95):.3f} | {ratio} |"
+    return f"| {name} | {med:.3f} | {percentile(xs, 0.95):.3f} | {ratio} |"
 
 
 async def overhead(n: int) -> list[str]:
@@ -281,8 +273,8 @@ async def router_latency(data_dir: Path) -> list[str]:
         "\n**Router latency** (per question, all built-in agents loaded)\n",
         "| step | median ms | p95 ms | goal |",
         "|---|---|---|---|",
-        f"| structured format | {statistics.median(s):.4f} | {pct(s, 0.95):.4f} | < 0.1 |",
-        f"| semantic (warm, uncached question) | {statistics.median(sem):.2f} | {pct(sem, 0.95):.2f} | < 20 |",
+        f"| structured format | {statistics.median(s):.4f} | {percentile(s, 0.95):.4f} | < 0.1 |",
+        f"| semantic (warm, uncached question) | {statistics.median(sem):.2f} | {percentile(sem, 0.95):.2f} | < 20 |",
     ]
 
 

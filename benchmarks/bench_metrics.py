@@ -29,10 +29,11 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from _timing import timed
 
 QUESTION = "Show CPU usage for the last hour"
 TARGETS_MS = {"parse": 2000, "validate": 500, "query": 3000, "format": 500, "total": 6000}
@@ -51,17 +52,6 @@ def _row(label: str, values: list[float], target: float | None = None) -> str:
     if target is not None:
         verdict = f"{target:,.0f} ms | {'yes' if p95 < target else 'NO'}"
     return f"| {label} | {med:.2f} | {p95:.2f} | {worst:.2f} | {verdict} |"
-
-
-async def _timed(fn: Callable[[], Awaitable[Any]], n: int, warmup: int = 5) -> list[float]:
-    for _ in range(warmup):
-        await fn()
-    out = []
-    for _ in range(n):
-        start = time.perf_counter()
-        await fn()
-        out.append((time.perf_counter() - start) * 1000)
-    return out
 
 
 async def bench_node(settings: Any, n: int) -> tuple[list[str], str]:
@@ -122,7 +112,7 @@ async def bench_agent(settings: Any, n: int) -> tuple[list[str], str]:
         out = await agent.run(ctx, {"request": QUESTION})
         summary = out.summary or ""
 
-    ms = await _timed(ask, n)
+    ms = await timed(ask, n, warmup=5)
     await ctx.resources.aclose()
     return [_row("metrics_agent.run (node + answer sentence)", ms)], summary
 
@@ -142,7 +132,7 @@ async def bench_orchestrator(settings: Any, n: int) -> list[str]:
             assert [r.agent for r in result.agent_results] == ["metrics_agent"], result
 
         try:
-            ms = await _timed(ask, n)
+            ms = await timed(ask, n, warmup=5)
         except AssertionError as exc:
             return [f"| whole Orchestrator | failed: {str(exc)[:120]} | | | | |"]
     return [_row("whole Orchestrator.ask (router → metrics_agent → synthesizer)", ms)]
