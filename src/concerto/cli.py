@@ -10,19 +10,24 @@ import asyncio
 import json
 import sys
 from datetime import datetime
-from importlib.metadata import entry_points
 from typing import Any
 
 import click
 
-COMMANDS_GROUP = "concerto.commands"
+from concerto.cli_input import InputCommand, input_values
 
 
 class _Cli(click.Group):
-    """Built-in commands plus pack commands from entry points, imported only when run."""
+    """Built-in commands plus the commands packs declare, imported only when run."""
 
-    def _plugins(self) -> dict[str, str]:
-        return {ep.name: ep.value for ep in entry_points(group=COMMANDS_GROUP)}
+    _pack_commands: dict[str, tuple[str, Any]] | None = None
+
+    def _plugins(self) -> dict[str, tuple[str, Any]]:
+        if self._pack_commands is None:
+            from concerto.agents.loader import load_packs
+
+            type(self)._pack_commands = load_packs().commands()
+        return self._pack_commands or {}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(set(super().list_commands(ctx)) | set(self._plugins()))
@@ -31,15 +36,19 @@ class _Cli(click.Group):
         command = super().get_command(ctx, name)
         if command is not None:
             return command
-        target = self._plugins().get(name)
-        if target is None:
+        found = self._plugins().get(name)
+        if found is None:
             return None
-        module, _, attr = target.partition(":")
+        pack, ref = found
+        from concerto.agents.pack import resolve
+
         try:
-            loaded = getattr(__import__(module, fromlist=[attr]), attr)
-        except (ImportError, AttributeError) as exc:
-            return _broken(name, f"command '{name}' ({target}) failed to load: {exc}")
-        return loaded if isinstance(loaded, click.Command) else None
+            loaded = resolve(ref, f"command '{name}' of pack {pack}")
+        except Exception as exc:  # a broken plugin: say so when it is run, keep the others
+            return _broken(name, str(exc))
+        if not isinstance(loaded, click.Command):
+            return _broken(name, f"command '{name}' of pack {pack} is not a click command")
+        return loaded
 
 
 def _broken(name: str, reason: str) -> click.Command:
@@ -74,39 +83,16 @@ def main() -> None:
     """
 
 
-@main.command()
+@main.command(cls=InputCommand)
 @click.argument("question")
 @click.option("--json", "as_json", is_flag=True, help="Print the output contract as one JSON object.")
 @click.option("--now", help="Fix the clock every agent sees (ISO 8601), e.g. 2025-06-15T12:00:00Z.")
-@click.option("--brand", help="Brand context passed to the agents (e.g. Kisqali).")
-@click.option(
-    "--format",
-    "output_format",
-    type=click.Choice(["narrative", "structured", "brief"]),
-    default="narrative",
-    show_default=True,
-    help="Shape of the answer.",
-)
-@click.option(
-    "--expertise",
-    type=click.Choice(["executive", "analyst", "data_scientist"]),
-    default="analyst",
-    show_default=True,
-    help="Who the answer is written for.",
-)
-@click.option("--max-latency-ms", type=click.IntRange(min=1), help="Overall deadline; partial results after it.")
 @click.option("--trace", is_flag=True, help="Show every step (events) live on stderr.")
-def ask(
-    question: str,
-    as_json: bool,
-    now: str | None,
-    brand: str | None,
-    output_format: str,
-    expertise: str,
-    max_latency_ms: int | None,
-    trace: bool,
-) -> None:
+def ask(question: str, as_json: bool, now: str | None, trace: bool, **fields: Any) -> None:
     """Ask a question and print the answer (exit code 1 if the query failed).
+
+    Every field of the input contract is an option (see --help); `--param KEY=VALUE`
+    passes anything else an agent reads from its payload.
 
     \b
     Examples:
@@ -115,13 +101,7 @@ def ask(
       concerto ask "home-loan attrition rate last month" --format brief --trace
     """
     fixed_now = _parse_now(now)
-    payload: dict[str, Any] = {
-        "query": question,
-        "brand": brand,
-        "output_format": output_format,
-        "user_expertise": expertise,
-        "max_latency_ms": max_latency_ms,
-    }
+    payload: dict[str, Any] = {"query": question, **input_values(fields)}
     result = asyncio.run(_ask(payload, fixed_now, trace))
     from concerto.contracts.orchestrator import OrchestratorOutput
 
@@ -157,24 +137,23 @@ async def _ask(payload: dict[str, Any], now: datetime | None, trace: bool) -> An
 def agents(as_json: bool) -> None:
     """List the agents that are loaded, with what they can answer.
 
+    A pack that failed to load is named on stderr with the reason; the others are listed.
+
     \b
     Example:
       CONCERTO_AGENTS=city concerto agents --json
     """
-    from concerto.agents.registry import RegistryError, load_registry
+    from concerto.agents.loader import load_packs
+    from concerto.cli_render import render_agents, render_failures
     from concerto.settings import Settings
 
-    try:
-        registry = load_registry(Settings().agents)
-    except RegistryError as exc:
-        raise click.ClickException(str(exc)) from None
-    infos = registry.infos()
+    packs = load_packs(Settings().agents)
+    infos = packs.registry().infos()
     if as_json:
         click.echo(json.dumps([i.model_dump() for i in infos], indent=2))
-        return
-    from concerto.cli_render import render_agents
-
-    render_agents(infos)
+    else:
+        render_agents(infos)
+    render_failures(packs.failures)
 
 
 @main.command()
@@ -197,16 +176,30 @@ def serve(host: str, port: int) -> None:
 
 @main.command()
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
-def config(as_json: bool) -> None:
-    """Print the effective settings (environment, then concerto.env), secrets masked."""
-    from concerto.settings import Settings
+@click.option("--markdown", is_flag=True, help="Print the settings reference (docs/settings.md's table) instead.")
+def config(as_json: bool, markdown: bool) -> None:
+    """Print the effective settings of the core and every pack (environment, then concerto.env), secrets masked.
 
-    values = Settings().masked()
-    if as_json:
-        click.echo(json.dumps(values, indent=2, default=str))
+    \b
+    Example:
+      concerto config --json | jq .prometheus_url
+    """
+    from concerto.agents.loader import load_packs
+    from concerto.settings import Settings, effective, reference
+
+    packs = load_packs()
+    sections = packs.settings_sections()
+    if markdown:
+        click.echo(reference(sections), nl=False)
         return
-    for key, value in values.items():
-        click.echo(f"CONCERTO_{key.upper()}={'' if value is None else value}")
+    values = effective(Settings(), sections)
+    if as_json:
+        click.echo(json.dumps({k: v for part in values.values() for k, v in part.items()}, indent=2, default=str))
+        return
+    for owner, part in values.items():
+        click.echo(f"# {owner}")
+        for key, value in part.items():
+            click.echo(f"CONCERTO_{key.upper()}={'' if value is None else value}")
 
 
 @main.command()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
@@ -59,6 +60,12 @@ def render_agents(infos: list[AgentInfo]) -> None:
     for i in infos:
         table.add_row(i.name, i.pack, i.description, i.examples[0] if i.examples else "")
     _out.print(table)
+
+
+def render_failures(failures: Sequence[object]) -> None:
+    """Packs (or parts of them) that could not be used, one line each on stderr."""
+    for failure in failures:
+        _err.print(f"[yellow]warning:[/yellow] {failure}", highlight=False)
 
 
 def render_event(event: Event, console: Any = None) -> None:

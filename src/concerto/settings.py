@@ -1,5 +1,11 @@
 """Settings read from the environment (prefix CONCERTO_) or an optional `concerto.env` file.
 
+The core's own settings are `Settings`; each pack declares its own as a `PackSettings`
+subclass in its folder, read from the same variables and file, so users set
+`CONCERTO_PROMETHEUS_URL` whichever class owns it. Code reaches a pack's settings
+through the core ones: `MetricsSettings.of(settings)`, which reads them on first use
+or returns the instance a caller gave with `settings.using(MetricsSettings(...))`.
+
 Every setting has an embedded default so that a fresh install answers with no set-up;
 the real backends are switched on by setting their URL.
 """
@@ -7,11 +13,14 @@ the real backends are switched on by setting their URL.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, PrivateAttr, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+S = TypeVar("S", bound="PackSettings")
 
 
 def _default_data_dir() -> Path:
@@ -20,8 +29,8 @@ def _default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir("concerto", appauthor=False))
 
 
-class Settings(BaseSettings):
-    """Effective configuration of one orchestrator; `concerto config` prints it."""
+class _ConcertoSettings(BaseSettings):
+    """What every settings class shares: the `CONCERTO_` prefix and the settings file."""
 
     model_config = SettingsConfigDict(
         env_prefix="CONCERTO_",
@@ -29,6 +38,31 @@ class Settings(BaseSettings):
         env_file_encoding="utf-8",
         extra="ignore",
     )
+
+    def masked(self) -> dict[str, Any]:
+        """Values as JSON-able data with secrets masked, for `concerto config`."""
+        out: dict[str, Any] = {}
+        for name in type(self).model_fields:
+            value = getattr(self, name)
+            if isinstance(value, SecretStr):
+                value = "********" if value.get_secret_value() else None
+            elif isinstance(value, Path):
+                value = str(value)
+            out[name] = value
+        return out
+
+
+class PackSettings(_ConcertoSettings):
+    """Base of a pack's settings class. Field `foo_url` is read from `CONCERTO_FOO_URL`."""
+
+    @classmethod
+    def of(cls: type[S], settings: Settings) -> S:
+        """This pack's settings as seen by `settings` (see `Settings.section`)."""
+        return settings.section(cls)
+
+
+class Settings(_ConcertoSettings):
+    """The core's configuration; `concerto config` prints it with every pack's."""
 
     data_dir: Path = Field(default_factory=_default_data_dir, description="Where demo data, stores and logs live")
     agents: str | None = Field(None, description="Comma-separated agent or pack names to load (default: all)")
@@ -45,31 +79,15 @@ class Settings(BaseSettings):
 
     # Orchestration
     max_concurrency: int = Field(8, ge=1, le=1024, description="Agent tasks running at once per query")
-    default_timeout_ms: int = Field(30000, ge=1, description="Task timeout when a plan gives none")
+    default_timeout_ms: int = Field(
+        30000, ge=1, le=600_000, description="Task timeout for agents that declare none of their own"
+    )
     semantic_threshold: float = Field(0.35, ge=0, le=1, description="Minimum similarity for the semantic router")
     intents_file: Path | None = Field(None, description="Extra intent table (YAML) for the planner")
     store_events: bool = Field(True, description="Append every event to events.sqlite in the data dir")
     max_events: int = Field(1000, ge=10, description="Events kept in memory per query")
 
-    # Real backends
-    prometheus_url: str | None = Field(None, description="Prometheus base URL, e.g. http://127.0.0.1:9090")
-    grafana_url: str | None = Field(None, description="Grafana base URL (datasource proxy)")
-    grafana_token: SecretStr | None = Field(None, description="Grafana service-account token")
-    grafana_datasource_uid: str | None = Field(None, description="Prometheus datasource UID in Grafana")
-    metrics_timeout_s: float = Field(5.0, gt=0, description="Timeout of one Prometheus/Grafana request")
-    metrics_cache_ttl_s: float = Field(300.0, ge=0, description="How long the metric list is cached")
-    weather_url: str = Field("https://api.open-meteo.com", description="Weather provider base URL")
-    chroma_url: str | None = Field(None, description="ChromaDB server URL (default: embedded)")
-    database_url: str | None = Field(None, description="PostgreSQL URL (default: embedded DuckDB)")
-
-    # City pack (002_*.txt limits)
-    mcp_servers_file: Path | None = Field(None, description="YAML list of external MCP servers")
-    city_max_concurrency: int = Field(2, ge=1, description="Concurrent sub-agent requests")
-    city_request_timeout_ms: int = Field(5000, ge=1, description="Sub-agent request timeout")
-    mcp_connect_timeout_ms: int = Field(2000, ge=1, description="MCP server connection timeout")
-    mcp_startup_timeout_ms: int = Field(
-        10000, ge=0, description="Extra time a stdio MCP server process gets to start (Python start-up, imports)"
-    )
+    _sections: dict[type[PackSettings], PackSettings] = PrivateAttr(default_factory=dict)
 
     @field_validator("llm_api_key", mode="before")
     @classmethod
@@ -81,14 +99,44 @@ class Settings(BaseSettings):
         """An LLM is used only when a model and an endpoint (or a key for OpenAI) are set."""
         return bool(self.llm_model and (self.llm_base_url or self.llm_api_key))
 
-    def masked(self) -> dict[str, Any]:
-        """Settings as JSON-able values with secrets masked, for `concerto config`."""
-        out: dict[str, Any] = {}
-        for name in type(self).model_fields:
-            value = getattr(self, name)
-            if isinstance(value, SecretStr):
-                value = "********" if value.get_secret_value() else None
-            elif isinstance(value, Path):
-                value = str(value)
-            out[name] = value
-        return out
+    def section(self, cls: type[S]) -> S:
+        """A pack's settings: the instance given to `using`, else read from the environment once."""
+        found = self._sections.get(cls)
+        if found is None:
+            found = self._sections[cls] = cls()
+        assert isinstance(found, cls)
+        return found
+
+    def using(self, *sections: PackSettings) -> Settings:
+        """A copy of these settings whose packs see `sections` (tests, embedding applications)."""
+        copy = self.model_copy()
+        copy._sections = {**self._sections, **{type(s): s for s in sections}}
+        return copy
+
+
+Section = tuple[str, "type[Settings] | type[PackSettings]"]
+
+
+def effective(settings: Settings, sections: Sequence[Section]) -> dict[str, dict[str, Any]]:
+    """Owner → its settings' values, secrets masked, as `settings` sees them."""
+    out: dict[str, dict[str, Any]] = {}
+    for owner, cls in sections:
+        part = cls.of(settings) if issubclass(cls, PackSettings) else settings
+        out[owner] = part.masked()
+    return out
+
+
+def reference(sections: Sequence[Section]) -> str:
+    """The settings reference as a Markdown table, one row per setting, grouped by owner."""
+    lines = ["| variable | default | meaning |", "|---|---|---|"]
+    for owner, cls in sections:
+        lines.append(f"| **{owner}** | | |")
+        for name, field in cls.model_fields.items():
+            default = "" if field.is_required() or field.default_factory else _default_text(field.default)
+            meaning = (field.description or "").replace("|", "\\|")
+            lines.append(f"| `CONCERTO_{name.upper()}` | {default} | {meaning} |")
+    return "\n".join(lines) + "\n"
+
+
+def _default_text(value: Any) -> str:
+    return "" if value is None else f"`{value}`"

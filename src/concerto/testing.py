@@ -1,18 +1,26 @@
-"""Test helpers shipped for users and plugin authors: a scripted LLM, a fake agent, a context.
+"""Test helpers shipped for users and plugin authors: a scripted LLM, a fake agent, a context,
+and a guard against real LLM requests.
 
 Like httpx's MockTransport, these let code that uses Concerto be tested without a
-network or a model.
+network or a model. In a conftest.py:
+
+    @pytest.fixture(autouse=True)
+    def _no_llm_requests():
+        with block_llm_requests():
+            yield
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
 from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentInfo, AgentResult
 from concerto.contracts.orchestrator import OrchestratorInput
+from concerto.llm import guard
 from concerto.llm.base import LLMError, LLMResponse, Message
 from concerto.resources import Resources
 from concerto.settings import Settings
@@ -114,4 +122,37 @@ def make_context(
     )
 
 
-__all__ = ["AgentFailure", "ScriptedLLM", "fake_agent", "make_context"]
+@contextmanager
+def block_llm_requests(*allowed: str) -> Iterator[None]:
+    """Refuse LLM requests to any endpoint but `allowed` (and those `allow_llm_endpoint` added).
+
+    A refused request raises `LLMRequestBlocked` where it is made and, because the
+    orchestrator may fall back gracefully on LLM errors, fails the block on exit too.
+    """
+    for url in allowed:
+        guard.allow(url)
+    before = len(guard.refused)
+    previous = guard.set_blocking(True)
+    try:
+        yield
+    finally:
+        guard.set_blocking(previous)
+        refused = guard.refused[before:]
+        del guard.refused[before:]
+    if refused:
+        raise guard.LLMRequestBlocked(f"LLM requests to endpoints the test did not allow: {', '.join(refused)}")
+
+
+def allow_llm_endpoint(base_url: str) -> None:
+    """Allow LLM requests to `base_url` (a server the test suite started) while blocking."""
+    guard.allow(base_url)
+
+
+__all__ = [
+    "AgentFailure",
+    "ScriptedLLM",
+    "allow_llm_endpoint",
+    "block_llm_requests",
+    "fake_agent",
+    "make_context",
+]

@@ -37,7 +37,9 @@ class AgentInfo(BaseModel):
     outputs: dict[str, str] = {}
     examples: list[str] = Field(default_factory=list, description="Questions this agent answers")
     pack: str = ""
-    default_timeout_ms: int = Field(30000, gt=0)
+    default_timeout_ms: int | None = Field(
+        None, gt=0, le=600_000, description="Task timeout; none: the CONCERTO_DEFAULT_TIMEOUT_MS setting"
+    )
     max_concurrency: int | None = Field(
         None, ge=1, description="Cap on concurrent tasks in a plan that uses this agent (002: 2)"
     )
@@ -50,6 +52,11 @@ class AgentResult(BaseModel):
     summary: str | None = None
     key_findings: list[str] = Field(default_factory=list)
     follow_up_questions: list[str] = Field(default_factory=list)
+    entities: dict[str, Any] = Field(
+        default_factory=dict,
+        description="What the agent recognised in the question (a city, a KPI, a metric ...); "
+        "the orchestrator reports them in `intent_classification.entities_extracted`",
+    )
 
 
 class AgentFailure(Exception):

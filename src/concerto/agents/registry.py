@@ -1,20 +1,16 @@
-"""Agent registry: built-in packs and third-party plugins register the same way.
+"""Agent registry: the agent classes one orchestrator can run, by name.
 
-A pack is a module named by an entry point in the group `concerto.agents`; importing it
-runs its `@register_agent` decorators. `CONCERTO_AGENTS` (comma-separated agent or pack
-names) limits what loads.
+Packs (built-in and third-party alike) declare their agents in a `Pack`, which
+`concerto.agents.loader` finds through the `concerto.agents` entry points and turns into
+a registry, with `CONCERTO_AGENTS` applied.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from importlib import import_module
-from importlib.metadata import entry_points
 from typing import TypeVar
 
 from concerto.agents.base import Agent, AgentInfo
-
-ENTRY_POINT_GROUP = "concerto.agents"
 
 A = TypeVar("A", bound=type[Agent])
 
@@ -65,32 +61,33 @@ class AgentRegistry:
         return AgentRegistry(cls for cls in self._agents.values() if {cls.info.name, cls.info.pack} & allowed)
 
 
-_default = AgentRegistry()
+_registered: list[type[Agent]] = []
 
 
 def register_agent(cls: A) -> A:
-    """Class decorator: register an agent in the default registry (004_*.txt pattern)."""
-    return _default.register(cls)
+    """Class decorator (004_*.txt): mark an agent class as registered.
+
+    A pack lists its agents in its `Pack`; an entry point that names a plain module
+    instead gets the agents this decorator registered in that module (and below).
+    """
+    info = getattr(cls, "info", None)
+    if not isinstance(info, AgentInfo):
+        raise RegistryError(f"{cls.__qualname__} has no `info: AgentInfo`")
+    if cls not in _registered:
+        _registered.append(cls)
+    return cls
+
+
+def registered_in(module: str) -> list[type[Agent]]:
+    """Agent classes registered with `@register_agent` in `module` or a module below it."""
+    return [c for c in _registered if c.__module__ == module or c.__module__.startswith(module + ".")]
 
 
 def load_registry(allowed: str | None = None) -> AgentRegistry:
-    """Import every pack named in the `concerto.agents` entry points and return the agents.
+    """The agents of every installed pack, limited by `allowed` (the `CONCERTO_AGENTS` syntax).
 
-    `allowed` is the `CONCERTO_AGENTS` value: comma-separated agent or pack names.
-    A plugin that fails to import is reported with its name, not a stack trace.
+    A pack that fails to load is logged and left out; `load_packs` says which and why.
     """
-    wanted = {p.strip() for p in allowed.split(",") if p.strip()} if allowed else None
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        if wanted is not None and ep.name not in wanted and _only_packs(wanted):
-            continue
-        try:
-            import_module(ep.value.split(":")[0])
-        except Exception as exc:
-            raise RegistryError(f"agent plugin '{ep.name}' ({ep.value}) failed to load: {exc}") from exc
-    return _default.subset(wanted) if wanted is not None else AgentRegistry(_default._agents.values())
+    from concerto.agents.loader import load_packs
 
-
-def _only_packs(wanted: set[str]) -> bool:
-    """True when every wanted name is an entry-point (pack) name, so others can be skipped."""
-    packs = {ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)}
-    return wanted <= packs
+    return load_packs(allowed).registry()

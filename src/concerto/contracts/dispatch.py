@@ -41,5 +41,6 @@ class AgentDispatchResponse(BaseModel):
     summary: str | None = None
     key_findings: list[str] = Field(default_factory=list)
     errors: list[AgentError] = Field(default_factory=list)
+    entities: dict[str, Any] = Field(default_factory=dict, description="What the agent recognised in the question")
     used_fallback: bool = False
     fallback_reason: str | None = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
@@ -11,6 +12,11 @@ from concerto.contracts.common import AgentName, ExecutionStatus
 from concerto.contracts.dispatch import AgentDispatchResponse
 
 MAX_QUERY_CHARS = 500  # 002_*.txt: "Text length must be < 500 characters"
+MAX_NAME_CHARS = 128
+MAX_CONTEXT_CHARS = 4000
+MAX_PARAMETERS = 32
+PARAMETER_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+RESERVED_PAYLOAD_KEYS = frozenset({"request", "previous_results"})
 
 ClassificationMethod = Literal["pattern", "semantic", "llm", "none"]
 ErrorCategory = Literal[
@@ -27,12 +33,52 @@ class OrchestratorInput(BaseAgentInput):
     """Input to the orchestrator from a user interface."""
 
     query: str = Field(..., description="User's natural language query")
-    brand: str | None = Field(None, description="Brand context (Remibrutinib, Fabhalta, Kisqali)")
-    user_expertise: Literal["executive", "analyst", "data_scientist"] = "analyst"
-    output_format: Literal["narrative", "structured", "brief"] = "narrative"
-    max_latency_ms: int | None = Field(None, gt=0, description="Maximum acceptable latency")
-    conversation_history: list[dict[str, Any]] | None = None
-    prior_analysis_ids: list[str] | None = None
+    brand: str | None = Field(
+        None, max_length=MAX_NAME_CHARS, description="Brand context (Remibrutinib, Fabhalta, Kisqali)"
+    )
+    user_expertise: Literal["executive", "analyst", "data_scientist"] = Field(
+        "analyst", description="Who the answer is written for"
+    )
+    output_format: Literal["narrative", "structured", "brief"] = Field("narrative", description="Shape of the answer")
+    max_latency_ms: int | None = Field(
+        None, gt=0, le=3_600_000, description="Overall deadline in ms; what finished by then is returned"
+    )
+    conversation_history: list[dict[str, Any]] | None = Field(
+        None, description="Earlier turns, e.g. [{'role': 'user', 'content': '...'}], oldest first"
+    )
+    prior_analysis_ids: list[str] | None = Field(None, description="IDs of earlier analyses this one builds on")
+    source: str | None = Field(
+        None, min_length=1, max_length=MAX_NAME_CHARS, description="Name of a loaded data source to ask about"
+    )
+    data_source_id: str | None = Field(
+        None, min_length=1, max_length=MAX_NAME_CHARS, description="ID of the data source to analyze (004_*.txt)"
+    )
+    context: str | None = Field(
+        None, max_length=MAX_CONTEXT_CHARS, description="Additional context for the agents (004_*.txt)"
+    )
+    parameters: dict[str, Any] = Field(
+        default_factory=dict,
+        max_length=MAX_PARAMETERS,
+        description="Further inputs for the agents, added to every task's payload (e.g. a treatment column)",
+    )
+
+    @field_validator("parameters")
+    @classmethod
+    def _parameter_names(cls, value: dict[str, Any]) -> dict[str, Any]:
+        for key in value:
+            if not PARAMETER_NAME.match(key):
+                raise ValueError(
+                    f"parameter name '{key[:40]}' must be a letter or '_' followed by letters, digits, '_'"
+                )
+            if key in RESERVED_PAYLOAD_KEYS:
+                raise ValueError(f"'{key}' is set by the orchestrator and cannot be a parameter")
+        return value
+
+    def payload_parameters(self) -> dict[str, Any]:
+        """What this question adds to every task's payload: its parameters, then source,
+        data_source_id and context when they are set."""
+        extra = {k: v for k in ("source", "data_source_id", "context") if (v := getattr(self, k)) is not None}
+        return {**self.parameters, **extra} if extra or self.parameters else {}
 
     @field_validator("query")
     @classmethod

@@ -16,6 +16,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any, Literal
 
+from concerto.llm import guard
 from concerto.llm.base import LLMError, LLMResponse, Message
 
 if TYPE_CHECKING:
@@ -202,6 +203,8 @@ class OpenAICompatibleLLM:
         """POST the body; transport failures become `LLMError`s that name the setting to fix."""
         import httpx
 
+        if self._transport is None:  # a real network request: tests may forbid it
+            guard.check(self._url)
         try:
             return await self._http().post("/chat/completions", json=body)
         except httpx.TimeoutException as exc:

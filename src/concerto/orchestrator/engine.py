@@ -6,17 +6,17 @@
 
 from __future__ import annotations
 
-import inspect
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import ValidationError
 
 from concerto.agents.base import Agent, AgentContext
-from concerto.agents.registry import AgentRegistry, load_registry
+from concerto.agents.loader import Packs, load_packs
+from concerto.agents.registry import AgentRegistry, RegistryError
 from concerto.contracts.common import ExecutionStatus
 from concerto.contracts.dispatch import AgentDispatchResponse
 from concerto.contracts.events import Event, EventType, QueryState
@@ -45,7 +45,11 @@ Result = OrchestratorOutput | OrchestratorErrorResponse
 
 
 class Orchestrator:
-    """One configured orchestrator; reuse it across questions (agents keep connections)."""
+    """One configured orchestrator; reuse it across questions (agents keep connections).
+
+    By default it loads every installed pack (`CONCERTO_AGENTS` applied); pass `packs`
+    to share a loaded set (the HTTP app does), or `registry` to run exactly those agents.
+    """
 
     def __init__(
         self,
@@ -54,9 +58,13 @@ class Orchestrator:
         registry: AgentRegistry | None = None,
         llm: LLMClient | None = None,
         resources: Resources | None = None,
+        packs: Packs | None = None,
     ) -> None:
         self.settings = settings or Settings()
-        self.registry = registry if registry is not None else load_registry(self.settings.agents)
+        if packs is None:
+            packs = load_packs(self.settings.agents) if registry is None else Packs()
+        self.packs = packs
+        self.registry = registry if registry is not None else packs.registry()
         self.resources = resources or Resources(self.settings)
         self.llm = llm if llm is not None else _llm_from_settings(self.settings)
         self._agents: dict[str, Agent] = {}
@@ -69,28 +77,15 @@ class Orchestrator:
     # -- set-up -----------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Add agents that packs discover at run time (e.g. tools of external MCP servers)."""
+        """Add the agents that packs discover at run time (e.g. tools of external MCP servers)."""
         if self._started:
             return
         self._started = True
-        import importlib
-        from importlib.metadata import entry_points
-
-        wanted = {p.strip() for p in (self.settings.agents or "").split(",") if p.strip()}
-        for ep in entry_points(group="concerto.agents"):
-            if wanted and ep.name not in wanted:
-                continue  # CONCERTO_AGENTS limits run-time agents like the others
+        for cls in await self.packs.discover(self.settings):
             try:
-                hook = getattr(importlib.import_module(ep.value.split(":")[0]), "dynamic_agents", None)
-                if hook is None:
-                    continue
-                found = hook(self.settings)
-                if inspect.isawaitable(found):
-                    found = await found
-                for cls in found or []:
-                    self.registry.register(cls)
-            except Exception as exc:  # a broken external server must not stop the others
-                log.warning("dynamic agents of %s failed: %s", ep.name, exc)
+                self.registry.register(cls)
+            except RegistryError as exc:
+                self.packs.fail(cls.info.pack, "discover", exc)
         self._router = None
 
     def agent(self, name: str) -> Agent:
@@ -104,11 +99,18 @@ class Orchestrator:
     def router(self) -> Router:
         if self._router is None:
             agents = {name: self.agent(name) for name in self.registry.names()}
-            self._intents = load_intents(set(agents), self.settings.intents_file)
+            tables = [*self.packs.intent_files(), *filter(None, [self.settings.intents_file])]
+            self._intents = load_intents(set(agents), tables)
             targets = Router.targets(self.registry.infos(), self._intents)
             index = SemanticIndex(targets, self.resources.embedder, self.settings.data_dir / "cache")
             infos = {info.name: info for info in self.registry.infos()}
-            self._planner = Planner(infos, self._intents, llm=self.llm, llm_retries=self.settings.llm_max_retries)
+            self._planner = Planner(
+                infos,
+                self._intents,
+                llm=self.llm,
+                llm_retries=self.settings.llm_max_retries,
+                default_timeout_ms=self.settings.default_timeout_ms,
+            )
             self._synthesizer = Synthesizer(infos, self.llm)
             self._router = Router(
                 agents,
@@ -160,7 +162,7 @@ class Orchestrator:
                 events.close()
             return OrchestratorErrorResponse(
                 query_id=qid,
-                error_message=_validation_message(exc),
+                error_message="Invalid question — " + validation_message(exc.errors()),
                 error_category="invalid_input",
                 alternative_queries=self._examples(),
             )
@@ -390,13 +392,17 @@ def _as_input(query: OrchestratorInput | str | dict[str, Any]) -> OrchestratorIn
     return OrchestratorInput.model_validate(query)
 
 
-def _validation_message(exc: ValidationError) -> str:
+def validation_message(errors: Sequence[Mapping[str, Any]], skip: str = "") -> str:
+    """Pydantic's errors as one readable line: `field: what is wrong; ...` (`skip`: a leading
+    location part to leave out, such as FastAPI's `body`)."""
     parts = []
-    for err in exc.errors():
-        where = ".".join(str(p) for p in err["loc"]) or "input"
-        msg = err["msg"].removeprefix("Value error, ")
-        parts.append(f"{where}: {msg}")
-    return "Invalid question — " + "; ".join(parts)
+    for err in errors:
+        loc = [str(p) for p in err.get("loc", ())]
+        if loc and loc[0] == skip:
+            loc = loc[1:]
+        msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+        parts.append(f"{'.'.join(loc) or 'input'}: {msg}")
+    return "; ".join(parts)
 
 
 def _utc(now: datetime | None) -> datetime:
@@ -406,13 +412,11 @@ def _utc(now: datetime | None) -> datetime:
 
 
 def _entities(results: list[AgentDispatchResponse]) -> dict[str, Any]:
-    """Entities as the agents' outputs name them (city, kpi, metric ...), for the classification."""
-    keys = ("city", "kpi", "department", "metric_name", "structured_query", "text")
+    """What the agents report they recognised (city, kpi, metric ...), first report of a key wins."""
     found: dict[str, Any] = {}
     for r in results:
-        for key in keys:
-            if isinstance(r.output.get(key), str | int | float):
-                found.setdefault(key, r.output[key])
+        for key, value in r.entities.items():
+            found.setdefault(key, value)
     return found
 
 

@@ -130,9 +130,9 @@ class Executor:
                 return
             ready = time.perf_counter()
             coro = (
-                self._run_with_fallback(task, make_context, deps, events, ready, prepared.get(task.task_id))
+                self._run_with_fallback(task, make_context, deps, events, ready, prepared.get(task.task_id), by_id)
                 if gate is None
-                else self._gated(task, make_context, deps, events, prepared.get(task.task_id), gate)
+                else self._gated(task, make_context, deps, events, prepared.get(task.task_id), by_id, gate)
             )
             runner = loop.create_task(coro)
             running[task.task_id] = runner
@@ -191,12 +191,13 @@ class Executor:
         deps: list[AgentDispatchResponse],
         events: EventStream,
         prepared: dict[str, Any] | None,
+        by_id: Mapping[str, AgentTask],
         gate: _PriorityGate,
     ) -> AgentDispatchResponse:
         ready = time.perf_counter()
         await gate.acquire(task.priority)
         try:
-            return await self._run_with_fallback(task, make_context, deps, events, ready, prepared)
+            return await self._run_with_fallback(task, make_context, deps, events, ready, prepared, by_id)
         finally:
             gate.release()
 
@@ -208,8 +209,10 @@ class Executor:
         events: EventStream,
         ready: float,
         prepared: dict[str, Any] | None,
+        by_id: Mapping[str, AgentTask],
     ) -> AgentDispatchResponse:
-        first = await self._attempt(task, task.agent, make_context, deps, events, prepared)
+        previous = [_previous(d, by_id[d.task_id]) for d in deps] if deps else None
+        first = await self._attempt(task, task.agent, make_context, deps, events, prepared, previous)
         errors = [first.error] if first.error else []
         final, agent_name, fallback_reason = first, task.agent, None
         if first.error is not None and task.fallback_agent and first.error.kind in task.fallback_on:
@@ -221,7 +224,7 @@ class Executor:
                 details={"reason": fallback_reason},
             )
             agent_name = task.fallback_agent
-            final = await self._attempt(task, agent_name, make_context, deps, events, None)
+            final = await self._attempt(task, agent_name, make_context, deps, events, None, previous)
             if final.error:
                 errors.append(final.error)
         total = (time.perf_counter() - ready) * 1000
@@ -238,6 +241,7 @@ class Executor:
             summary=result.summary if result else None,
             key_findings=result.key_findings if result else [],
             errors=errors,
+            entities=result.entities if result else {},
             used_fallback=agent_name != task.agent,
             fallback_reason=fallback_reason,
         )
@@ -250,6 +254,7 @@ class Executor:
         deps: list[AgentDispatchResponse],
         events: EventStream,
         prepared: dict[str, Any] | None,
+        previous: list[dict[str, Any]] | None,
     ) -> _Attempt:
         attempt = _Attempt()
         agent = self._agent(agent_name)
@@ -276,10 +281,10 @@ class Executor:
                 payload = {"request": task.request or context.query.query}
             else:
                 payload = await agent.prepare(task.request or context.query.query, context)
-            payload = {**payload, **task.input_payload}
+            payload = {**payload, **context.query.payload_parameters(), **task.input_payload}
             payload.setdefault("request", task.request or context.query.query)
-            if deps:
-                payload["previous_results"] = [_previous(d) for d in deps]
+            if previous:
+                payload["previous_results"] = previous
             attempt.payload = payload
             t0 = time.perf_counter()
             attempt.result = await agent.run(context, payload)
@@ -348,10 +353,11 @@ class Executor:
         return attempt
 
 
-def _previous(response: AgentDispatchResponse) -> dict[str, Any]:
+def _previous(response: AgentDispatchResponse, task: AgentTask) -> dict[str, Any]:
     """What a dependent task receives of an earlier one (004_*.txt `previous_results`)."""
     return {
         "agent": response.agent,
+        "task": task.request,
         "task_id": response.task_id,
         "summary": response.summary,
         "result": response.output,

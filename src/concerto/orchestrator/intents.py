@@ -1,11 +1,13 @@
 """The intent table: named intents mapped to dispatch requests, read from YAML files.
 
-`001_*.txt`'s INTENT_TO_AGENTS is one such file (`intents/commercial.yaml`). An intent is
-active only when every agent it names is registered, so a table can ship before its pack.
+Packs ship their tables (`Pack.intents`; 001_*.txt's INTENT_TO_AGENTS is the commercial
+pack's) and `CONCERTO_INTENTS_FILE` adds one. An intent is active only when every agent
+it names is registered, so a table can ship before its agents.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +16,6 @@ from pydantic import BaseModel, Field, ValidationError
 
 from concerto.contracts.dispatch import AgentDispatchRequest
 from concerto.contracts.plan import AgentTask
-
-BUILTIN_DIR = Path(__file__).parent / "intents"
 
 
 class IntentSpec(BaseModel):
@@ -76,9 +76,8 @@ def load_intent_file(path: Path) -> list[IntentSpec]:
     return specs
 
 
-def load_intents(known_agents: set[str], extra: Path | None = None) -> dict[str, IntentSpec]:
-    """Active intents from the built-in tables plus an optional extra file."""
-    files = sorted(BUILTIN_DIR.glob("*.yaml")) + ([extra] if extra else [])
+def load_intents(known_agents: set[str], files: Iterable[Path]) -> dict[str, IntentSpec]:
+    """Active intents of the tables in `files`, in order (a later intent of the same name wins)."""
     table: dict[str, IntentSpec] = {}
     for path in files:
         for spec in load_intent_file(path):

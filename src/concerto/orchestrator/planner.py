@@ -96,11 +96,13 @@ class Planner:
         *,
         llm: LLMClient | None = None,
         llm_retries: int = 1,
+        default_timeout_ms: int = 30000,
     ) -> None:
         self.infos = infos
         self.intents = intents
         self.llm = llm
         self.llm_retries = llm_retries
+        self.default_timeout_ms = default_timeout_ms
 
     async def plan(
         self, question: str, decision: RouteDecision, query_id: str = "", usage: Usage | None = None
@@ -142,14 +144,14 @@ class Planner:
         )
         return OrchestrationPlan(intent=cls.primary_intent, tasks=tasks, reasoning=reasoning, source="default")
 
-    def _task(self, agent: str, question: str, index: int) -> AgentTask:
+    def _timeout(self, agent: str) -> int:
+        """The agent's own timeout, else the configured default (CONCERTO_DEFAULT_TIMEOUT_MS)."""
         info = self.infos.get(agent)
+        return (info.default_timeout_ms if info else None) or self.default_timeout_ms
+
+    def _task(self, agent: str, question: str, index: int) -> AgentTask:
         return AgentTask(
-            task_id=f"t{index + 1}-{agent}",
-            agent=agent,
-            request=question,
-            timeout_ms=info.default_timeout_ms if info else 30000,
-            priority=5,
+            task_id=f"t{index + 1}-{agent}", agent=agent, request=question, timeout_ms=self._timeout(agent), priority=5
         )
 
     async def _llm_plan(self, question: str, agents: list[str], usage: Usage | None) -> OrchestrationPlan:
@@ -179,7 +181,7 @@ class Planner:
                 agent=t.agent,
                 request=t.request or question,
                 depends_on=t.depends_on,
-                timeout_ms=self.infos[t.agent].default_timeout_ms if t.agent in self.infos else 30000,
+                timeout_ms=self._timeout(t.agent),
             )
             for t in written.tasks
         ]

@@ -1,26 +1,35 @@
-"""HTTP API: ask (JSON), ask with a live event stream (server-sent events), agents, health.
+"""HTTP API: ask (JSON), ask with a live event stream (server-sent events), agents, health,
+and the routes and static files that packs add.
 
 One `Orchestrator` lives for the app's lifetime, so agents keep their connections and
-the embedding model stays loaded between questions.
+the embedding model stays loaded between questions. The request bodies are the input
+contract itself (`OrchestratorInput`), so the API, the CLI and the Python API take the
+same fields; every malformed request gets the error contract, never FastAPI's own shape.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import FastAPI, Query, Request
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse
-from pydantic import BaseModel, Field
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.staticfiles import StaticFiles
+from pydantic import BaseModel, Field, create_model
 from sse_starlette.sse import EventSourceResponse
+from starlette.exceptions import HTTPException
 
 from concerto.agents.base import AgentInfo
-from concerto.contracts.orchestrator import OrchestratorErrorResponse, OrchestratorOutput
-from concerto.orchestrator.engine import Orchestrator
+from concerto.agents.loader import Packs, load_packs
+from concerto.agents.pack import resolve
+from concerto.contracts.orchestrator import OrchestratorErrorResponse, OrchestratorInput, OrchestratorOutput
+from concerto.orchestrator.engine import Orchestrator, validation_message
 from concerto.settings import Settings
 
 PAGE = Path(__file__).parent / "page.html"
@@ -34,35 +43,66 @@ STATUS = {
     "timeout": 504,
     "synthesis_failed": 500,
 }
+ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"model": OrchestratorErrorResponse, "description": "The error contract"}
+    for status in sorted(set(STATUS.values()))
+}
+SSE_DESCRIPTION = (
+    "Server-sent events: one `event` per step (data: an Event, id: its sequence number), "
+    "then one `result` whose data is the output contract or the error contract."
+)
+_BODY_NOT_PARSED = "There was an error parsing the body"  # FastAPI's words for a body that is not UTF-8 JSON
 
 
-class AskRequest(BaseModel):
-    """Body of POST /v1/ask: the `OrchestratorInput` fields plus an optional fixed clock.
+class AskRequest(OrchestratorInput):
+    """Body of POST /v1/ask and /v1/ask/stream: the input contract plus an optional fixed clock."""
 
-    Fields are loosely typed here on purpose: the orchestrator validates them and answers
-    with its own error contract, never FastAPI's generic 422 shape.
-    """
-
-    query: Any = Field(..., examples=["what's the weather and the time in Seattle?"])
-    brand: str | None = None
-    user_expertise: str = "analyst"
-    output_format: str = "narrative"
-    max_latency_ms: int | None = None
     now: datetime | None = Field(None, description="Fix the clock every agent sees (ISO 8601)")
+
+
+def _stream_query_model() -> type[BaseModel]:
+    """Query parameters of GET /v1/ask/stream: the input contract's scalar fields (`q` is the
+    question), for a browser's EventSource, which can only send a GET."""
+    fields: dict[str, Any] = {
+        "query": (str, Field(..., alias="q", min_length=1, description="The question")),
+        "now": (datetime | None, Field(None, description="Fix the clock every agent sees (ISO 8601)")),
+    }
+    for name, field in OrchestratorInput.model_fields.items():
+        if name not in fields and "list" not in str(field.annotation) and "dict" not in str(field.annotation):
+            fields[name] = (field.annotation, field)
+    return create_model("StreamQuery", **fields)
+
+
+StreamQuery: Any = _stream_query_model()
+
+
+class PackProblem(BaseModel):
+    """A pack, or a part of one, that could not be loaded; the others work."""
+
+    pack: str
+    part: str
+    error: str
 
 
 class Health(BaseModel):
     status: Literal["ok"] = "ok"
     agents: int
     llm: bool
+    failed_packs: list[PackProblem] = Field(default_factory=list, description="Packs that did not load, and why")
+
+
+class SSEResponse(EventSourceResponse):
+    media_type = "text/event-stream"
 
 
 def create_app(settings: Settings | None = None, orchestrator: Orchestrator | None = None) -> FastAPI:
     """The FastAPI app; pass an orchestrator to serve one built elsewhere (tests)."""
+    settings = orchestrator.settings if orchestrator else settings or Settings()
+    packs = orchestrator.packs if orchestrator else load_packs(settings.agents)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        orch = orchestrator or Orchestrator(settings)
+        orch = orchestrator or Orchestrator(settings, packs=packs)
         await orch.start()
         app.state.orchestrator = orch
         try:
@@ -80,55 +120,51 @@ def create_app(settings: Settings | None = None, orchestrator: Orchestrator | No
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        message = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
-        body = OrchestratorErrorResponse(error_message=f"Invalid request — {message}", error_category="invalid_input")
-        return JSONResponse(body.model_dump(mode="json"), status_code=422)
+        return _error(f"Invalid request — {validation_message(exc.errors(), skip='body')}")
+
+    @app.exception_handler(HTTPException)
+    async def _http(request: Request, exc: HTTPException) -> Response:
+        if exc.status_code == 400 and exc.detail == _BODY_NOT_PARSED:
+            return _error("Invalid request — the body is not JSON in UTF-8")
+        return await http_exception_handler(request, exc)
 
     def _orch(request: Request) -> Orchestrator:
         return request.app.state.orchestrator
 
-    @app.post(
-        "/v1/ask",
-        response_model=OrchestratorOutput,
-        responses={
-            422: {"model": OrchestratorErrorResponse},
-            502: {"model": OrchestratorErrorResponse},
-            504: {"model": OrchestratorErrorResponse},
-            500: {"model": OrchestratorErrorResponse},
-        },
-    )
+    @app.post("/v1/ask", response_model=OrchestratorOutput, responses=ERRORS)
     async def ask(body: AskRequest, request: Request) -> Any:
         """Answer a question; errors come back in the `OrchestratorErrorResponse` shape."""
-        result = await _orch(request).ask(body.model_dump(exclude={"now"}), now=body.now)
+        result = await _orch(request).ask(_input(body), now=body.now)
         if isinstance(result, OrchestratorErrorResponse):
             return JSONResponse(result.model_dump(mode="json"), status_code=STATUS[result.error_category])
         return result
 
     async def _stream(
-        orch: Orchestrator, payload: dict[str, Any], now: datetime | None
+        orch: Orchestrator, query: OrchestratorInput | dict[str, Any], now: datetime | None
     ) -> AsyncIterator[dict[str, str]]:
-        async for item in orch.stream(payload, now=now):
+        async for item in orch.stream(query, now=now):
             if isinstance(item, OrchestratorOutput | OrchestratorErrorResponse):
                 yield {"event": "result", "data": item.model_dump_json()}
             else:
                 yield {"event": "event", "id": str(item.seq), "data": item.model_dump_json()}
 
-    @app.post("/v1/ask/stream")
-    async def ask_stream(body: AskRequest, request: Request) -> EventSourceResponse:
-        """Server-sent events: one `event` per step, then one `result` with the output contract."""
-        return EventSourceResponse(_stream(_orch(request), body.model_dump(exclude={"now"}), body.now))
+    stream_responses: dict[int | str, dict[str, Any]] = {
+        200: {"content": {"text/event-stream": {"schema": {"type": "string"}}}, "description": SSE_DESCRIPTION},
+        422: ERRORS[422],
+    }
 
-    @app.get("/v1/ask/stream")
-    async def ask_stream_get(
-        request: Request,
-        q: str = Query(..., description="The question"),
-        output_format: str = "narrative",
-        user_expertise: str = "analyst",
-        now: datetime | None = None,
-    ) -> EventSourceResponse:
-        """The same stream for a browser's EventSource (GET only)."""
-        payload = {"query": q, "output_format": output_format, "user_expertise": user_expertise}
-        return EventSourceResponse(_stream(_orch(request), payload, now))
+    @app.post("/v1/ask/stream", response_class=SSEResponse, responses=stream_responses)
+    async def ask_stream(body: AskRequest, request: Request) -> SSEResponse:
+        """Server-sent events: one `event` per step, then one `result` with the output contract."""
+        return SSEResponse(_stream(_orch(request), _input(body), body.now))
+
+    @app.get("/v1/ask/stream", response_class=SSEResponse, responses=stream_responses)
+    async def ask_stream_get(request: Request, params: Annotated[StreamQuery, Query()]) -> SSEResponse:
+        """The same stream for a browser's EventSource (GET only); a question the orchestrator
+        refuses (e.g. too long) comes back as the stream's `result` with the error contract."""
+        query: Any = params
+        values = query.model_dump(exclude={"now"}, exclude_none=True)
+        return SSEResponse(_stream(_orch(request), values, query.now))
 
     @app.get("/v1/agents", response_model=list[AgentInfo])
     async def agents(request: Request) -> list[AgentInfo]:
@@ -137,12 +173,44 @@ def create_app(settings: Settings | None = None, orchestrator: Orchestrator | No
 
     @app.get("/health", response_model=Health)
     async def health(request: Request) -> Health:
-        """Liveness, with the number of agents and whether an LLM is configured."""
+        """Liveness, the number of agents, whether an LLM is configured, and packs that failed to load."""
         orch = _orch(request)
-        return Health(agents=len(orch.registry), llm=orch.llm is not None)
+        problems = [PackProblem(**f.as_dict()) for f in orch.packs.failures]
+        return Health(agents=len(orch.registry), llm=orch.llm is not None, failed_packs=problems)
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     async def page() -> str:
         return PAGE.read_text(encoding="utf-8")
 
+    _mount_packs(app, packs)
     return app
+
+
+def _input(body: AskRequest) -> OrchestratorInput:
+    return OrchestratorInput.model_validate(body.model_dump(exclude={"now"}))
+
+
+def _error(message: str) -> JSONResponse:
+    body = OrchestratorErrorResponse(error_message=message, error_category="invalid_input")
+    return JSONResponse(body.model_dump(mode="json"), status_code=STATUS["invalid_input"])
+
+
+def _mount_packs(app: FastAPI, packs: Packs) -> None:
+    """Each pack's routes (an APIRouter, or a function returning one) and static directories.
+
+    A route that cannot be imported or a directory that does not exist is reported as
+    that pack's failure (`/health`); the rest of the app is served.
+    """
+    for pack in packs:
+        for ref in pack.routes:
+            try:
+                found = resolve(ref, f"routes of pack {pack.name}")
+                router = found() if inspect.isfunction(found) else found
+                app.include_router(router)
+            except Exception as exc:
+                packs.fail(pack.name, "routes", exc)
+        for url, directory in pack.static.items():
+            if not Path(directory).is_dir():
+                packs.fail(pack.name, "static", f"{directory} is not a directory")
+                continue
+            app.mount(url, StaticFiles(directory=directory), name=f"{pack.name}:{url}")

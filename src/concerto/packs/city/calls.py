@@ -1,15 +1,23 @@
-"""What the pack's agents share: calling a tool on a shared session and checking its answer."""
+"""What the pack's agents share: their servers, calling a tool on a shared session, checking its answer."""
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any, TypeVar
+import sys
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from concerto.agents.base import Agent, AgentContext, AgentFailure
 from concerto.contracts.common import ErrorKind
-from concerto.contracts.events import EventType
+from concerto.mcp.client import MCPServer, shared_server
+from concerto.mcp.settings import MCPSettings
+from concerto.mcp.spec import ServersFileError, ServerSpec, load_servers
+from concerto.packs.city.settings import CitySettings
+
+if TYPE_CHECKING:
+    from concerto.resources import Resources
+    from concerto.settings import Settings
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -23,30 +31,45 @@ _ERROR_TYPES = {
 }
 
 
+def builtin_spec(kind: str, settings: Settings) -> ServerSpec:
+    """The pack's own server, started as `python -m concerto.mcp concerto.packs.city.servers:KIND_server`."""
+    return ServerSpec(
+        name=kind,
+        command=sys.executable,
+        args=["-m", "concerto.mcp", f"concerto.packs.city.servers:{kind}_server", "--transport", "stdio"],
+        env={"CONCERTO_WEATHER_URL": CitySettings.of(settings).weather_url},
+    )
+
+
+def server_for(resources: Resources, name: str, settings: Settings) -> MCPServer:
+    """The shared session with the server `name` (weather, datetime, echo).
+
+    It is the pack's own server unless the MCP servers file lists a server of that name,
+    which then replaces it (e.g. the same server over HTTP).
+    """
+
+    def make() -> MCPServer:
+        mcp = MCPSettings.of(settings)
+        listed = {s.name: s for s in load_servers(mcp.mcp_servers_file)}
+        spec = listed.get(name) or builtin_spec(name, settings)
+        return MCPServer.configured(spec, mcp, request_timeout_ms=CitySettings.of(settings).city_request_timeout_ms)
+
+    return shared_server(resources, name, make)
+
+
 async def call_tool(context: AgentContext, server: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
     """Call `tool` on the named server through the orchestrator's shared session.
 
-    Every failure becomes an `AgentFailure` whose message a user can act on; the
-    server's error code, reason and options (e.g. the cities a name could mean) go to
-    `details`.
+    Every failure becomes an `AgentFailure` whose message a user can act on (see
+    `concerto.mcp.tools.call_tool`), with this pack's names for the server's error codes.
     """
-    from concerto.packs.city.client import MCPCallError, server_for
-    from concerto.packs.city.config import ServersFileError
+    from concerto.mcp import tools
 
-    await context.emit(
-        EventType.ACTION,
-        f"Calling {tool} on the {server} MCP server",
-        {"server": server, "tool": tool, "arguments": arguments},
-        step=2,
-    )
     # 002_*.txt: at most `city_max_concurrency` (2) sub-agent requests at once per orchestrator.
-    limit = context.resources.get(
-        "city.request_slots", lambda: asyncio.Semaphore(context.settings.city_max_concurrency)
-    )
+    slots = CitySettings.of(context.settings).city_max_concurrency
+    limit = context.resources.get("city.request_slots", lambda: asyncio.Semaphore(slots))
     try:
-        async with limit:
-            mcp = server_for(context.resources, server, context.settings)
-            return await mcp.call(tool, arguments)
+        session = server_for(context.resources, server, context.settings)
     except ServersFileError as exc:
         raise AgentFailure(
             str(exc),
@@ -54,27 +77,8 @@ async def call_tool(context: AgentContext, server: str, tool: str, arguments: di
             kind=ErrorKind.ERROR,
             suggestion="Fix the file named by CONCERTO_MCP_SERVERS_FILE.",
         ) from None
-    except MCPCallError as exc:
-        reason = str(exc.data.get("reason") or "")
-        error_type = (
-            reason
-            or _ERROR_TYPES.get(exc.code)
-            or (
-                "timeout"
-                if exc.kind == ErrorKind.TIMEOUT
-                else "mcp_unavailable"
-                if exc.kind == ErrorKind.UNAVAILABLE
-                else "mcp_error"
-            )
-        )
-        # The server's message already says what to do ("Which one? Add the state, ...").
-        options = [str(o) for o in exc.data.get("options") or []]
-        raise AgentFailure(
-            exc.message,
-            error_type=error_type,
-            kind=exc.kind,
-            details={"server": server, "tool": tool, "code": exc.code, "options": options},
-        ) from None
+    async with limit:
+        return await tools.call_tool(context, session, tool, arguments, error_types=_ERROR_TYPES)
 
 
 def check_result(model: type[M], data: dict[str, Any], server: str, tool: str) -> M:

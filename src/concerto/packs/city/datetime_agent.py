@@ -6,14 +6,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from concerto.agents.base import AgentContext, AgentFailure, AgentInfo, AgentResult
-from concerto.agents.registry import register_agent
 from concerto.contracts.common import ErrorKind
 from concerto.packs.city.calls import CityAgent, call_tool, check_result, city_from
 from concerto.packs.city.models import DateTimeData, DateTimeResult
 from concerto.packs.city.temperature import AGENT_TIMEOUT_MS
 
 
-@register_agent
 class DateTimeAgent(CityAgent):
     """Asks the datetime MCP server (`getDateTime`) for the local time at `context.now`."""
 
@@ -77,6 +75,7 @@ class DateTimeAgent(CityAgent):
             summary=sentence,
             key_findings=[sentence],
             follow_up_questions=[f"What's the temperature in {data.city}?"],
+            entities={"city": data.city},
         )
 
 

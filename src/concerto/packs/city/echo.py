@@ -7,7 +7,6 @@ from datetime import UTC
 from typing import Any
 
 from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentInfo, AgentResult
-from concerto.agents.registry import register_agent
 from concerto.contracts.common import ErrorKind
 from concerto.packs.city.calls import call_tool, check_result
 from concerto.packs.city.models import MAX_ECHO_CHARS, EchoData, EchoResult
@@ -45,7 +44,6 @@ def _strip_quotes(text: str) -> str:
     return text
 
 
-@register_agent
 class EchoAgent(Agent):
     """Returns the given text unchanged via the echo MCP server: checks the whole pipeline."""
 
@@ -97,4 +95,5 @@ class EchoAgent(Agent):
             output=data.model_dump(mode="json"),
             summary=f'Echo: "{data.echo_text}"',
             key_findings=[data.echo_text],
+            entities={"text": text},
         )

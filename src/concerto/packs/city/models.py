@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator, model_validator
 
+from concerto.mcp.errors import MCPError as MCPError  # 002's error entity, shared with any MCP server
+
 if TYPE_CHECKING:
     from concerto.contracts.events import Event
     from concerto.contracts.orchestrator import OrchestratorErrorResponse, OrchestratorOutput
@@ -41,14 +43,6 @@ class AgentType(StrEnum):
     TEMPERATURE = "temperature"
     DATETIME = "datetime"
     ECHO = "echo"
-
-
-class MCPError(BaseModel):
-    """Error body of every tool (002_*.txt `MCPError`), with optional choices for the user."""
-
-    code: int
-    message: str
-    data: dict[str, Any] | None = None
 
 
 def _check_fahrenheit(value: float, unit: str) -> float:

@@ -1,20 +1,21 @@
 """The three MCP servers of 002_*.txt: weather, datetime and echo (official `mcp` SDK, 1.x).
 
 Each tool returns the result shape of the spec's "MCP Protocol Messages" as structured
-content. On failure it raises the SDK's `ToolError` whose text is the spec's error body,
-`{"error": {"code": ..., "message": ...}}`, so any MCP client shows a message a user can
-act on and the pack's agents can read the code back (`parse_tool_error`).
-Run one with `concerto mcp serve weather|datetime|echo --transport stdio|http`.
+content. On failure it raises `concerto.mcp.errors.tool_error`, whose text is the spec's
+error body, `{"error": {"code": ..., "message": ...}}`, so any MCP client shows a message
+a user can act on and the pack's agents can read the code back.
+The pack declares `weather_server`, `datetime_server` and `echo_server`; run one with
+`concerto mcp serve weather|datetime|echo --transport stdio|http`.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
-from concerto.packs.city.models import MAX_ECHO_CHARS, MCPError
+from concerto.mcp.errors import tool_error
+from concerto.mcp.serve import HTTP_PATH
+from concerto.packs.city.models import MAX_ECHO_CHARS
 
 if TYPE_CHECKING:
     from mcp.server.fastmcp import FastMCP
@@ -22,31 +23,7 @@ if TYPE_CHECKING:
 ServerKind = Literal["weather", "datetime", "echo"]
 SERVER_KINDS: tuple[ServerKind, ...] = ("weather", "datetime", "echo")
 TOOL_OF: dict[str, str] = {"weather": "getTemperature", "datetime": "getDateTime", "echo": "echo"}
-HTTP_PATH = "/mcp"
 PROVIDER_TIMEOUT_S = 4.0  # below the agents' 5 s request timeout, so the provider's error wins
-
-
-def tool_error(code: int, message: str, data: dict[str, Any] | None = None) -> Exception:
-    """A `ToolError` carrying the spec's `MCPError` as JSON."""
-    from mcp.server.fastmcp.exceptions import ToolError
-
-    body = MCPError(code=code, message=message, data=data).model_dump(exclude_none=True)
-    return ToolError(json.dumps({"error": body}, ensure_ascii=False))
-
-
-_ERROR_JSON = re.compile(r"\{.*\}", re.S)
-
-
-def parse_tool_error(text: str) -> MCPError:
-    """Read the `MCPError` back from a tool error's text; other servers' texts get code -1."""
-    m = _ERROR_JSON.search(text)
-    if m:
-        try:
-            body = json.loads(m.group(0))
-            return MCPError.model_validate(body.get("error", body))
-        except ValueError:
-            pass
-    return MCPError(code=-1, message=text.strip() or "the tool failed without a message")
 
 
 def _resolve(city: str) -> Any:
@@ -81,10 +58,25 @@ def build_server(kind: ServerKind, *, host: str = "127.0.0.1", port: int = 8000)
     return server
 
 
-def _add_weather(server: FastMCP) -> None:
-    from concerto.settings import Settings
+def weather_server(host: str = "127.0.0.1", port: int = 8000) -> FastMCP:
+    """The weather server (getTemperature)."""
+    return build_server("weather", host=host, port=port)
 
-    base_url = Settings().weather_url
+
+def datetime_server(host: str = "127.0.0.1", port: int = 8000) -> FastMCP:
+    """The date-time server (getDateTime)."""
+    return build_server("datetime", host=host, port=port)
+
+
+def echo_server(host: str = "127.0.0.1", port: int = 8000) -> FastMCP:
+    """The echo server (echo)."""
+    return build_server("echo", host=host, port=port)
+
+
+def _add_weather(server: FastMCP) -> None:
+    from concerto.packs.city.settings import CitySettings
+
+    base_url = CitySettings().weather_url
     # One HTTP client per server process: connections and the TLS context are reused
     # (creating a client costs tens of milliseconds per call).
     clients: list[Any] = []
@@ -142,9 +134,3 @@ def _add_echo(server: FastMCP) -> None:
                 f"Echo text is {len(text)} characters; the maximum is {MAX_ECHO_CHARS}.",
             )
         return {"original_text": text, "echo_text": text}
-
-
-def serve(kind: ServerKind, transport: Literal["stdio", "http"], host: str, port: int) -> None:
-    """Run one server until it is stopped (stdin closed, or Ctrl-C for HTTP)."""
-    server = build_server(kind, host=host, port=port)
-    server.run("stdio" if transport == "stdio" else "streamable-http")

@@ -6,7 +6,6 @@ from datetime import UTC
 from typing import Any
 
 from concerto.agents.base import AgentContext, AgentInfo, AgentResult
-from concerto.agents.registry import register_agent
 from concerto.packs.city.calls import CityAgent, call_tool, check_result, city_from
 from concerto.packs.city.models import TemperatureData, WeatherResult
 
@@ -15,7 +14,6 @@ from concerto.packs.city.models import TemperatureData, WeatherResult
 AGENT_TIMEOUT_MS = 7500
 
 
-@register_agent
 class TemperatureAgent(CityAgent):
     """Asks the weather MCP server (`getTemperature`) for a US city's current temperature."""
 
@@ -70,4 +68,5 @@ class TemperatureAgent(CityAgent):
             summary=sentence,
             key_findings=[sentence],
             follow_up_questions=[f"What time is it in {data.city}?"],
+            entities={"city": data.city},
         )

@@ -1,6 +1,4 @@
 """KPI pack (000_*.txt): the `kpi` agent over a ChromaDB store of KPI records.
 
-Importing the pack registers the agent; ChromaDB and numpy load only when it first runs.
+`pack.py` declares it; ChromaDB and numpy load only when the agent first runs.
 """
-
-from concerto.packs.kpi import agent as agent

@@ -11,7 +11,6 @@ import asyncio
 from typing import Any
 
 from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentInfo, AgentResult
-from concerto.agents.registry import register_agent
 from concerto.contracts.common import ErrorKind
 from concerto.contracts.events import EventType
 from concerto.packs.kpi.formats import EXAMPLES, KPIQuery, looks_structured
@@ -29,7 +28,6 @@ def _store(agent: Agent) -> Any:
     return store
 
 
-@register_agent
 class KPIAgent(Agent):
     """Monthly business KPIs per department: one month or a range, with change and trend."""
 
@@ -174,4 +172,7 @@ class KPIAgent(Agent):
         summary = summarize(query.kpi, query.department, first, last, records, stats)
         findings = [summary] + ([f"No data for {len(gaps)} month(s) of the period."] if gaps else [])
         follow = [f"{query.department} {query.kpi.replace('-', ' ')} previous 12 months"]
-        return AgentResult(output=out, summary=summary, key_findings=findings, follow_up_questions=follow)
+        entities = {"kpi": query.kpi, "department": query.department, "structured_query": query.to_text()}
+        return AgentResult(
+            output=out, summary=summary, key_findings=findings, follow_up_questions=follow, entities=entities
+        )

@@ -31,6 +31,7 @@ from urllib.parse import urlparse
 from concerto.packs.kpi.catalog import Catalog, humanize, phrases
 from concerto.packs.kpi.months import Month
 from concerto.packs.kpi.records import KPIRecord
+from concerto.packs.kpi.settings import KPISettings
 
 if TYPE_CHECKING:
     from concerto.nlp.embeddings import Embedder
@@ -52,6 +53,7 @@ class KPIStore:
 
     def __init__(self, settings: Settings, embedder: Embedder) -> None:
         self.settings = settings
+        self.chroma_url = KPISettings.of(settings).chroma_url
         self.embedder = embedder
         self._lock = threading.RLock()
         self._client: Any = None
@@ -65,7 +67,7 @@ class KPIStore:
     @property
     def location(self) -> str:
         """Where the records live: the server URL or the embedded directory."""
-        return self.settings.chroma_url or str(Path(self.settings.data_dir) / "chroma")
+        return self.chroma_url or str(Path(self.settings.data_dir) / "chroma")
 
     def _open(self) -> None:
         if self._blocks is not None:
@@ -75,8 +77,8 @@ class KPIStore:
 
         # Telemetry would try the network on every start.
         chroma_settings = ChromaSettings(anonymized_telemetry=False)
-        if self.settings.chroma_url:
-            url = urlparse(self.settings.chroma_url)
+        if self.chroma_url:
+            url = urlparse(self.chroma_url)
             ssl = url.scheme == "https"
             self._client = chromadb.HttpClient(
                 host=url.hostname or "localhost",
@@ -187,7 +189,7 @@ class KPIStore:
         as a scan (8 ms at 1M records) instead of an index lookup (0.5 ms). Measured in
         benchmarks/results/kpi.md; takes about 0.6 s at 1M records. A server is left alone.
         """
-        if self.settings.chroma_url:
+        if self.chroma_url:
             return
         import sqlite3
 
@@ -258,7 +260,7 @@ class KPIStore:
 
     @property
     def backend(self) -> str:
-        return "chromadb-server" if self.settings.chroma_url else "chromadb-embedded"
+        return "chromadb-server" if self.chroma_url else "chromadb-embedded"
 
     def query(self, kpi: str, department: str, first: Month, last: Month) -> list[KPIRecord]:
         """Records of one KPI and department from `first` to `last` (inclusive), by month."""

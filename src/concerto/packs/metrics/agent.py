@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentInfo, AgentResult
-from concerto.agents.registry import register_agent
 from concerto.contracts.common import ErrorKind
 from concerto.contracts.events import EventType
 
@@ -23,7 +22,6 @@ _KINDS = {
 }
 
 
-@register_agent
 class MetricsAgent(Agent):
     """Answers questions about infrastructure and service metrics from Prometheus or Grafana."""
 
@@ -112,6 +110,7 @@ class MetricsAgent(Agent):
             summary=summary,
             key_findings=[f for f in findings if f],
             follow_up_questions=_follow_ups(parsed.label, result.time_range.expression),
+            entities={"metric_name": result.metric_name, "time_range": result.time_range.expression},
         )
 
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import httpx
 
 from concerto.packs.metrics.models import MetricsQueryFailure
+from concerto.packs.metrics.settings import MetricsSettings
 
 if TYPE_CHECKING:
     from concerto.resources import Resources
@@ -192,9 +193,9 @@ def _unwrap(resp: httpx.Response, where: str, url: str) -> Any:
     )
 
 
-def _http_client(settings: Settings) -> httpx.AsyncClient:
+def _http_client(metrics: MetricsSettings) -> httpx.AsyncClient:
     return httpx.AsyncClient(
-        timeout=settings.metrics_timeout_s,
+        timeout=metrics.metrics_timeout_s,
         limits=httpx.Limits(max_connections=20, max_keepalive_connections=10),
         headers={"Accept": "application/json", "User-Agent": "concerto-metrics"},
     )
@@ -206,43 +207,44 @@ async def get_backend(settings: Settings, resources: Resources) -> PrometheusBac
     Grafana (URL + token) wins over a direct Prometheus URL because it is the spec's
     primary backend; with neither, `grafana_unavailable` names the settings to set.
     """
-    client = resources.get(HTTP_CLIENT_KEY, lambda: _http_client(settings))
-    token = settings.grafana_token.get_secret_value() if settings.grafana_token else ""
-    if settings.grafana_url and token:
-        base = settings.grafana_url.rstrip("/")
-        key = f"metrics.backend:grafana:{base}:{settings.grafana_datasource_uid or ''}"
+    metrics = MetricsSettings.of(settings)
+    client = resources.get(HTTP_CLIENT_KEY, lambda: _http_client(metrics))
+    token = metrics.grafana_token.get_secret_value() if metrics.grafana_token else ""
+    if metrics.grafana_url and token:
+        base = metrics.grafana_url.rstrip("/")
+        key = f"metrics.backend:grafana:{base}:{metrics.grafana_datasource_uid or ''}"
         backend: PrometheusBackend | None = resources.get(key, lambda: None)
         if backend is None:
             headers = {"Authorization": f"Bearer {token}"}
-            uid = settings.grafana_datasource_uid or await _grafana_datasource_uid(
-                client, base, headers, settings.metrics_timeout_s
+            uid = metrics.grafana_datasource_uid or await _grafana_datasource_uid(
+                client, base, headers, metrics.metrics_timeout_s
             )
             backend = PrometheusBackend(
                 client=client,
                 base_url=f"{base}/api/datasources/proxy/uid/{uid}",
                 source="grafana",
                 headers=headers,
-                timeout_s=settings.metrics_timeout_s,
-                cache_ttl_s=settings.metrics_cache_ttl_s,
+                timeout_s=metrics.metrics_timeout_s,
+                cache_ttl_s=metrics.metrics_cache_ttl_s,
             )
             resources.put(key, backend)
         return backend
-    if settings.prometheus_url:
-        base = settings.prometheus_url.rstrip("/")
+    if metrics.prometheus_url:
+        base = metrics.prometheus_url.rstrip("/")
         return resources.get(
             f"metrics.backend:prometheus:{base}",
             lambda: PrometheusBackend(
                 client=client,
                 base_url=base,
-                timeout_s=settings.metrics_timeout_s,
-                cache_ttl_s=settings.metrics_cache_ttl_s,
+                timeout_s=metrics.metrics_timeout_s,
+                cache_ttl_s=metrics.metrics_cache_ttl_s,
             ),
         )
     raise MetricsQueryFailure(
         "grafana_unavailable",
         NO_BACKEND_MESSAGE,
         suggestion="Set CONCERTO_PROMETHEUS_URL to your Prometheus base URL and ask again.",
-        details={"prometheus_url": None, "grafana_url": settings.grafana_url},
+        details={"prometheus_url": None, "grafana_url": metrics.grafana_url},
     )
 
 

@@ -1,6 +1,6 @@
 """A long-lived MCP client session per server, shared by the agents of one orchestrator.
 
-`MCPServer` is the object kept in `Resources` (one per server): it connects on first
+`MCPServer` is the object kept in `Resources` (one per server, see `shared_server`): it connects on first
 use, reconnects after the server died, bounds the connection and each call by the
 configured timeouts, and turns every failure into an `MCPCallError` with an `ErrorKind`.
 
@@ -17,59 +17,21 @@ import asyncio
 import contextlib
 import os
 import sys
+from collections.abc import Callable
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from typing import TYPE_CHECKING, Any
 
 from concerto.contracts.common import ErrorKind
+from concerto.mcp.spec import ServerSpec
 
 if TYPE_CHECKING:
     from mcp import ClientSession
     from mcp.types import Tool
 
-    from concerto.settings import Settings
+    from concerto.mcp.settings import MCPSettings
+    from concerto.resources import Resources
 
 _TERMINATE_GRACE_S = 3.0
-
-
-class ServerSpec(BaseModel):
-    """How to reach one MCP server: a command to start (stdio) or a streamable HTTP URL."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: str = Field(..., min_length=1, description="Server name; prefixes its tools' agent names")
-    command: str | None = Field(None, description="Executable started with stdio transport")
-    args: list[str] = []
-    env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables")
-    cwd: str | None = None
-    url: str | None = Field(None, description="Streamable HTTP endpoint, e.g. http://host:8000/mcp")
-    headers: dict[str, str] = {}
-    description: str | None = Field(None, description="Shown before each tool's own description")
-    type: Literal["stdio", "http", "streamable-http"] | None = Field(
-        None, description="Accepted for compatibility with other clients' files; inferred anyway"
-    )
-
-    @model_validator(mode="after")
-    def _one_transport(self) -> ServerSpec:
-        if bool(self.command) == bool(self.url):
-            raise ValueError(f"MCP server '{self.name}': give exactly one of `command` or `url`")
-        return self
-
-    @property
-    def where(self) -> str:
-        """The URL or command line, for messages."""
-        return self.url or " ".join([self.command or "", *self.args]).strip()
-
-
-def builtin_spec(kind: str, settings: Settings) -> ServerSpec:
-    """The pack's own server, started as `python -m concerto.packs.city.cli serve KIND`."""
-    return ServerSpec(
-        name=kind,
-        command=sys.executable,
-        args=["-m", "concerto.packs.city.cli", "serve", kind, "--transport", "stdio"],
-        env={"CONCERTO_WEATHER_URL": settings.weather_url},
-    )
 
 
 class MCPCallError(Exception):
@@ -104,11 +66,12 @@ class MCPServer:
         self._watch: Any = None  # FailureWatch of the current HTTP connection
 
     @classmethod
-    def from_settings(cls, spec: ServerSpec, settings: Settings) -> MCPServer:
+    def configured(cls, spec: ServerSpec, settings: MCPSettings, *, request_timeout_ms: int | None = None) -> MCPServer:
+        """A server with the configured limits; `request_timeout_ms` overrides the call timeout."""
         return cls(
             spec,
             connect_timeout_s=settings.mcp_connect_timeout_ms / 1000,
-            request_timeout_s=settings.city_request_timeout_ms / 1000,
+            request_timeout_s=(request_timeout_ms or settings.mcp_request_timeout_ms) / 1000,
             startup_timeout_s=settings.mcp_startup_timeout_ms / 1000,
         )
 
@@ -178,7 +141,7 @@ class MCPServer:
             import httpx
             from mcp.client.streamable_http import streamable_http_client
 
-            from concerto.packs.city.http_watch import FailureWatch
+            from concerto.mcp.watch import FailureWatch
 
             self._watch = FailureWatch()
             client = await stack.enter_async_context(
@@ -250,7 +213,7 @@ class MCPServer:
         """
         import anyio
 
-        from concerto.packs.city.servers import parse_tool_error
+        from concerto.mcp.errors import parse_tool_error
 
         for attempt in (1, 2):
             session = await self.session()
@@ -373,18 +336,10 @@ def _leaf(exc: BaseException) -> BaseException:
     return exc
 
 
-def server_for(resources: Any, name: str, settings: Settings) -> MCPServer:
-    """The shared `MCPServer` named `name` in this orchestrator's resources.
+def shared_server(resources: Resources, key: str, make: Callable[[], MCPServer]) -> MCPServer:
+    """The `MCPServer` kept in an orchestrator's resources under `key`, made on first use.
 
-    A built-in name (weather, datetime, echo) is the pack's own server unless the MCP
-    servers file lists a server of that name, which then replaces it (e.g. a URL).
+    Agents that call the same server share one session (and one process for stdio);
+    `Resources.aclose()` stops it with the orchestrator.
     """
-
-    def make() -> MCPServer:
-        from concerto.packs.city.config import load_servers
-
-        specs = {s.name: s for s in load_servers(settings.mcp_servers_file)}
-        spec = specs.get(name) or builtin_spec(name, settings)
-        return MCPServer.from_settings(spec, settings)
-
-    return resources.get(f"city.mcp.{name}", make)
+    return resources.get(f"mcp.server.{key}", make)

@@ -1,12 +1,13 @@
-"""The MCP servers file (`CONCERTO_MCP_SERVERS_FILE`): external servers whose tools become agents.
+"""How to reach an MCP server (`ServerSpec`), and the servers file that lists external ones.
 
-Accepted YAML forms (the second is the `mcpServers` map other MCP clients use):
+`CONCERTO_MCP_SERVERS_FILE` accepts these YAML forms (the second is the `mcpServers`
+map other MCP clients use):
 
     servers:
       - name: notes
         command: python
         args: ["-m", "notes_server"]
-      - name: weather            # replaces the built-in weather server
+      - name: weather            # replaces a pack's server of the same name
         url: http://127.0.0.1:8765/mcp
 
     mcpServers:
@@ -16,9 +17,38 @@ Accepted YAML forms (the second is the `mcpServers` map other MCP clients use):
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from concerto.packs.city.client import ServerSpec
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+
+class ServerSpec(BaseModel):
+    """One MCP server: a command to start (stdio) or a streamable HTTP URL."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(..., min_length=1, description="Server name; prefixes its tools' agent names")
+    command: str | None = Field(None, description="Executable started with stdio transport")
+    args: list[str] = []
+    env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables")
+    cwd: str | None = None
+    url: str | None = Field(None, description="Streamable HTTP endpoint, e.g. http://host:8000/mcp")
+    headers: dict[str, str] = {}
+    description: str | None = Field(None, description="Shown before each tool's own description")
+    type: Literal["stdio", "http", "streamable-http"] | None = Field(
+        None, description="Accepted for compatibility with other clients' files; inferred anyway"
+    )
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> ServerSpec:
+        if bool(self.command) == bool(self.url):
+            raise ValueError(f"MCP server '{self.name}': give exactly one of `command` or `url`")
+        return self
+
+    @property
+    def where(self) -> str:
+        """The URL or command line, for messages."""
+        return self.url or " ".join([self.command or "", *self.args]).strip()
 
 
 class ServersFileError(ValueError):
@@ -30,7 +60,6 @@ def load_servers(path: Path | str | None) -> list[ServerSpec]:
     if path is None:
         return []
     import yaml
-    from pydantic import ValidationError
 
     path = Path(path).expanduser()
     try:
@@ -39,9 +68,8 @@ def load_servers(path: Path | str | None) -> list[ServerSpec]:
         raise ServersFileError(f"cannot read the MCP servers file {path}: {exc.strerror}") from None
     except yaml.YAMLError as exc:
         raise ServersFileError(f"the MCP servers file {path} is not valid YAML: {exc}") from None
-    entries = _entries(data, path)
     specs: list[ServerSpec] = []
-    for i, entry in enumerate(entries):
+    for i, entry in enumerate(_entries(data, path)):
         try:
             specs.append(ServerSpec.model_validate(entry))
         except ValidationError as exc:

@@ -1,11 +1,12 @@
 """Any MCP server as agents: each tool of each server in the MCP servers file becomes one agent.
 
-`dynamic_agents(settings)` connects to every listed server once (at orchestrator
-start-up), lists its tools and builds one `Agent` subclass per tool, named
-`<server>_<tool>` and described by the tool's own description and input schema, so the
-router chooses them like any built-in agent. A server listed under a built-in name
-(weather, datetime, echo) replaces the built-in server instead of adding agents.
-A server that cannot be reached is skipped with a warning: the others still load.
+`discover(settings)` (the `mcp` pack's discovery hook) connects to every listed server
+once, at orchestrator start-up, lists its tools and builds one `Agent` subclass per
+tool, named `<server>_<tool>` and described by the tool's own description and input
+schema, so the router chooses them like any built-in agent. A server listed under the
+name of a pack's own server (the city pack's weather, datetime, echo) replaces that
+server instead of adding agents. A server that cannot be reached is skipped with a
+warning: the others still load.
 """
 
 from __future__ import annotations
@@ -18,12 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentInfo, AgentResult
 from concerto.contracts.common import ErrorKind
-from concerto.packs.city.servers import SERVER_KINDS
+from concerto.mcp.client import MCPCallError, MCPServer, shared_server
+from concerto.mcp.settings import MCPSettings
+from concerto.mcp.spec import ServerSpec, load_servers
 
 if TYPE_CHECKING:
     from mcp.types import Tool
 
-    from concerto.packs.city.client import ServerSpec
     from concerto.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -52,14 +54,18 @@ def describe_inputs(schema: dict[str, Any]) -> dict[str, str]:
     return out
 
 
-async def dynamic_agents(settings: Settings) -> list[type[Agent]]:
-    """One agent class per tool of every external server in `settings.mcp_servers_file`."""
-    from concerto.packs.city.config import load_servers
+async def discover(settings: Settings) -> list[type[Agent]]:
+    """One agent class per tool of every external server in `CONCERTO_MCP_SERVERS_FILE`."""
+    mcp = MCPSettings.of(settings)
+    specs = load_servers(mcp.mcp_servers_file)
+    if specs:
+        from concerto.agents.loader import load_packs
 
-    specs = [s for s in load_servers(settings.mcp_servers_file) if s.name not in SERVER_KINDS]
-    listed = await asyncio.gather(*(_list_tools(spec, settings) for spec in specs))
+        provided = set(load_packs().mcp_servers())  # these names replace a pack's server
+        specs = [s for s in specs if s.name not in provided]
+    listed = await asyncio.gather(*(_list_tools(spec, mcp) for spec in specs))
     agents: list[type[Agent]] = []
-    taken: set[str] = set(SERVER_KINDS) | {"temperature"}
+    taken: set[str] = set()
     for spec, tools in zip(specs, listed, strict=True):
         for tool in tools:
             name = agent_name(spec.name, tool.name)
@@ -71,10 +77,8 @@ async def dynamic_agents(settings: Settings) -> list[type[Agent]]:
     return agents
 
 
-async def _list_tools(spec: ServerSpec, settings: Settings) -> list[Tool]:
-    from concerto.packs.city.client import MCPCallError, MCPServer
-
-    server = MCPServer.from_settings(spec, settings)
+async def _list_tools(spec: ServerSpec, settings: MCPSettings) -> list[Tool]:
+    server = MCPServer.configured(spec, settings)
     try:
         return await server.list_tools()
     except (MCPCallError, TimeoutError) as exc:
@@ -109,17 +113,19 @@ def make_tool_agent(spec: ServerSpec, tool: Tool, name: str) -> type[Agent]:
             return {"arguments": await arguments_for(request, schema, context), "request": request}
 
         async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
-            from concerto.packs.city.calls import call_tool
+            from concerto.mcp.tools import call_tool
 
             arguments = payload.get("arguments")
             if not isinstance(arguments, dict):
                 arguments = await arguments_for(str(payload.get("request", "")), schema, context)
-            result = await call_tool(context, spec.name, tool.name, arguments)
+            settings = MCPSettings.of(context.settings)
+            server = shared_server(context.resources, spec.name, lambda: MCPServer.configured(spec, settings))
+            result = await call_tool(context, server, tool.name, arguments)
             # FastMCP wraps a plain return value as {"result": value}.
             value = result.get("result") if set(result) == {"result"} else result.get("text")
             text = value if isinstance(value, str) else json.dumps(result, ensure_ascii=False)
             summary = text if len(text) <= 300 else text[:297] + "..."
-            return AgentResult(output=result, summary=summary, key_findings=[summary])
+            return AgentResult(output=result, summary=summary, key_findings=[summary], entities=arguments)
 
     ToolAgent.info = info
     ToolAgent.__name__ = ToolAgent.__qualname__ = f"MCPTool_{name}"
