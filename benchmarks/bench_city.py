@@ -22,6 +22,7 @@ import os
 import platform
 import statistics
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -32,7 +33,8 @@ from typing import Any
 
 from _timing import timed
 
-from concerto.packs.city.spawn import start_http_server
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the suite's service starters
+from _services.mcp import start_http_server
 
 NOW = datetime(2025, 3, 9, 8, 0, tzinfo=UTC)
 CITIES = ["Chicago", "Denver", "Boston", "Miami", "Phoenix", "Honolulu", "Seattle", "Austin",
@@ -80,6 +82,8 @@ def row(label: str, ms: list[float]) -> str:
 
 
 def settings_for(data_dir: Path, weather_url: str, servers: dict[str, str] | None = None) -> Any:
+    from concerto.mcp.settings import MCPSettings
+    from concerto.packs.city.settings import CitySettings
     from concerto.settings import Settings
 
     path = None
@@ -87,24 +91,20 @@ def settings_for(data_dir: Path, weather_url: str, servers: dict[str, str] | Non
     if servers:
         path = data_dir / "mcp_servers.yaml"
         path.write_text("".join(f"- name: {k}\n  url: {u}\n" for k, u in servers.items()))
-    return Settings(
-        data_dir=data_dir,
-        weather_url=weather_url,
-        mcp_servers_file=path,
-        store_events=False,
-        agents="city",
+    return Settings(data_dir=data_dir, store_events=False, agents="city").using(
+        CitySettings(weather_url=weather_url), MCPSettings(mcp_servers_file=path)
     )
 
 
 async def bench_end_to_end(n: int, data_dir: Path, weather_url: str, http: dict[str, str]) -> list[str]:
-    from concerto.agents.registry import load_registry
+    from concerto.agents.loader import load_packs
     from concerto.contracts.orchestrator import OrchestratorOutput
     from concerto.orchestrator.engine import Orchestrator
 
     rows = []
     for label, servers in (("stdio", None), ("streamable HTTP", {"datetime": http["datetime"]})):
         settings = settings_for(data_dir / label.split()[0], weather_url, servers)
-        async with Orchestrator(settings, registry=load_registry("city")) as orch:
+        async with Orchestrator(settings, packs=load_packs("city")) as orch:
             questions = itertools.cycle(
                 t.format(c)
                 for t in ("What time is it in {}?", "Current local time in {}", "time in {} now?")
@@ -128,12 +128,12 @@ async def bench_end_to_end(n: int, data_dir: Path, weather_url: str, http: dict[
 
 async def bench_weather_and_time(n: int, data_dir: Path, slow_weather_url: str) -> list[str]:
     """The engine's own plan for "weather and time" (parallel, capped at 2) end to end."""
-    from concerto.agents.registry import load_registry
+    from concerto.agents.loader import load_packs
     from concerto.contracts.orchestrator import OrchestratorOutput
     from concerto.orchestrator.engine import Orchestrator
 
     settings = settings_for(data_dir / "both", slow_weather_url)
-    async with Orchestrator(settings, registry=load_registry("city")) as orch:
+    async with Orchestrator(settings, packs=load_packs("city")) as orch:
 
         async def ask() -> None:
             result = await orch.ask("What's the weather and the time in Seattle?", now=NOW)
@@ -145,12 +145,16 @@ async def bench_weather_and_time(n: int, data_dir: Path, slow_weather_url: str) 
 
 
 async def bench_round_trip(n: int, weather_url: str, http: dict[str, str]) -> list[str]:
+    from concerto.mcp.client import MCPServer
+    from concerto.mcp.settings import MCPSettings
+    from concerto.mcp.spec import ServerSpec
+    from concerto.packs.city.calls import builtin_spec
     from concerto.packs.city.cities import resolve
-    from concerto.packs.city.client import MCPServer, ServerSpec, builtin_spec
     from concerto.packs.city.clock import local_time
+    from concerto.packs.city.settings import CitySettings
     from concerto.settings import Settings
 
-    settings = Settings(weather_url=weather_url)
+    settings = Settings().using(CitySettings(weather_url=weather_url))
     args = {"city": "Chicago", "at": NOW.isoformat()}
 
     async def in_process() -> None:
@@ -161,7 +165,7 @@ async def bench_round_trip(n: int, weather_url: str, http: dict[str, str]) -> li
         ("stdio", builtin_spec("datetime", settings)),
         ("streamable HTTP", ServerSpec(name="datetime", url=http["datetime"])),
     ):
-        server = MCPServer.from_settings(spec, settings)
+        server = MCPServer.configured(spec, MCPSettings.of(settings))
         try:
             ms = await timed(lambda s=server: s.call("getDateTime", args), n * 5)
             rows.append(row(f"getDateTime over MCP {label} (warm session)", ms))

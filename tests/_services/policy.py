@@ -25,10 +25,6 @@ SKIP_REQUESTED = frozenset(s for s in SERVICES if os.environ.get(f"CONCERTO_SKIP
 skipped: dict[str, str] = {}  # service -> why, for the summary
 
 
-class ServiceUnavailable(RuntimeError):
-    """The service cannot run here: a binary or package is missing."""
-
-
 def skip_requested(service: str) -> bool:
     return service in SKIP_REQUESTED or os.environ.get(f"CONCERTO_SKIP_{service.upper()}") in {"1", "true"}
 

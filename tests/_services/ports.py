@@ -1,4 +1,4 @@
-"""Free loopback ports and waiting for a process to listen: the one copy the services share."""
+"""Free loopback ports, waiting for a service to listen, and the errors of one that cannot start."""
 
 from __future__ import annotations
 
@@ -19,6 +19,10 @@ def free_port() -> int:
 def dead_url(path: str = "") -> str:
     """An http URL on loopback where nothing listens (for 'backend is down' tests)."""
     return f"http://127.0.0.1:{free_port()}{path}"
+
+
+class ServiceUnavailable(RuntimeError):
+    """The service cannot run here: a binary or package is missing."""
 
 
 class ServiceFailed(RuntimeError):

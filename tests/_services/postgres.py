@@ -13,12 +13,11 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-from _services.policy import ServiceUnavailable
-from _services.ports import free_port
+from _services.ports import ServiceUnavailable, free_port
 
 HINT = "apt-get install -y --no-install-recommends postgresql (scripts/test.sh does), or set CONCERTO_SKIP_POSTGRES=1"
 
@@ -77,8 +76,6 @@ def running_postgres() -> Iterator[Postgres]:
         yield Postgres(f"postgresql://postgres@127.0.0.1:{port}/postgres", port, root, bindir)
     finally:
         if (data / "postmaster.pid").exists():
-            try:
+            with suppress(RuntimeError):
                 run(str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop")
-            except RuntimeError:
-                pass
         shutil.rmtree(root, ignore_errors=True)

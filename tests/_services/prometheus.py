@@ -1,15 +1,12 @@
-"""Start a throw-away Prometheus and node exporter on loopback, for tests and benchmarks.
+"""A throw-away Prometheus scraping a node exporter on loopback (Debian's binaries), for tests and benchmarks.
 
-The tests and `benchmarks/bench_metrics.py` need real series (CPU, memory, network) from
-the real binaries, not a mock; both share this start-up code. Nothing here is used by
-the agent itself.
+The metrics tests and `benchmarks/bench_metrics.py` need real series (CPU, memory,
+network) from the real binaries, not a mock; both share this start-up code.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -19,23 +16,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
+from _services.ports import ServiceUnavailable, free_port
+
 NODE_EXPORTER = "prometheus-node-exporter"
 PROMETHEUS = "prometheus"
 INSTALL_HINT = (
     "apt-get install -y --no-install-recommends prometheus prometheus-node-exporter "
-    "(or set CONCERTO_SKIP_PROMETHEUS=1 to skip the tests that need it)"
+    "(scripts/test.sh does), or set CONCERTO_SKIP_PROMETHEUS=1 to skip the tests that need it"
 )
 
 
-class LocalPrometheusError(RuntimeError):
+class LocalPrometheusError(ServiceUnavailable):
     """The binaries are missing or did not produce data in time."""
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def missing_binaries() -> list[str]:
@@ -58,8 +50,9 @@ class LocalPrometheus:
     _procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
     _tmp: tempfile.TemporaryDirectory[str] | None = None
 
-    def start(self, wait_for_data_s: float = 60.0) -> LocalPrometheus:
-        """Launch both binaries and wait until `node_cpu_seconds_total` has samples."""
+    def start(self, wait_for_data_s: float = 60.0, settle_s: float = 0.0) -> LocalPrometheus:
+        """Launch both binaries and wait until `node_cpu_seconds_total` has samples, then
+        `settle_s` more (so rates over the first seconds have several samples)."""
         missing = missing_binaries()
         if missing:
             raise LocalPrometheusError(f"missing {', '.join(missing)}; install with: {INSTALL_HINT}")
@@ -106,6 +99,7 @@ class LocalPrometheus:
         except BaseException:
             self.stop()
             raise
+        time.sleep(settle_s)
         return self
 
     def _wait_for_data(self, timeout_s: float) -> None:
@@ -152,8 +146,3 @@ class LocalPrometheus:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
-
-
-def skip_requested() -> bool:
-    """True when `CONCERTO_SKIP_PROMETHEUS=1` asks to skip the real-Prometheus tests."""
-    return os.environ.get("CONCERTO_SKIP_PROMETHEUS", "").strip() in {"1", "true", "yes"}

@@ -1,6 +1,8 @@
-"""Registry: decorator registration, entry-point packs, the CONCERTO_AGENTS filter."""
+"""Registry: names are unique identifiers; `@register_agent` modules still load as packs."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import pytest
 
@@ -11,12 +13,13 @@ from concerto.testing import fake_agent
 
 def test_builtin_packs_load_through_entry_points() -> None:
     names = load_registry().names()
-    assert "echo" in names
+    assert {"temperature", "datetime", "echo", "kpi", "metrics_agent"} <= set(names)
 
 
 def test_filter_by_agent_or_pack_name() -> None:
     assert load_registry("echo").names() == ["echo"]
-    assert "echo" in load_registry("city").names()
+    assert load_registry("city").names() == ["temperature", "datetime", "echo"]
+    assert load_registry("kpi, echo").names() == ["echo", "kpi"]
     assert load_registry("no-such-agent").names() == []
 
 
@@ -40,26 +43,19 @@ def test_agent_names_are_identifiers() -> None:
         AgentInfo(name="Bad Name", description="x")
 
 
-def test_third_party_plugin_is_found_through_its_entry_point(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """A package installed beside Concerto adds an agent by declaring `concerto.agents`."""
-    pkg = tmp_path / "acme_agents"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text(
+def test_a_module_of_register_agent_classes_is_a_pack(install_plugin: Callable[..., None]) -> None:
+    """The older plugin form: the entry point names a module whose classes use `@register_agent`."""
+    install_plugin(
+        "acme_agents",
         "from concerto import Agent, AgentInfo, AgentResult, register_agent\n"
         "@register_agent\n"
         "class Weatherish(Agent):\n"
-        "    info = AgentInfo(name='acme_forecast', description='Forecasts', pack='acme')\n"
+        "    info = AgentInfo(name='acme_forecast', description='Forecasts')\n"
         "    async def run(self, context, payload):\n"
-        "        return AgentResult(summary='sunny')\n"
+        "        return AgentResult(summary='sunny')\n",
+        {"concerto.agents": {"acme": "acme_agents"}},
     )
-    dist = tmp_path / "acme_agents-0.1.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-agents\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text("[concerto.agents]\nacme = acme_agents\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    from concerto.agents import registry as module
-
-    monkeypatch.setattr(module._default, "_agents", dict(module._default._agents))  # undone after the test
     assert load_registry("acme").names() == ["acme_forecast"]
+    assert load_registry("acme").get("acme_forecast").info.pack == "acme"  # the pack's name, given by the loader
     assert "acme_forecast" in load_registry().names()
     assert "acme_forecast" not in load_registry("city").names()

@@ -1,4 +1,4 @@
-"""Fixtures of the LLM tests: the real llama.cpp server, and small misbehaving HTTP servers."""
+"""Fixtures of the LLM tests: small misbehaving HTTP servers (the real llama.cpp server is in tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -9,15 +9,8 @@ from http.server import BaseHTTPRequestHandler
 
 import pytest
 
-from _services.llama import LlamaServer, running_llama_server
 from _services.threaded_http import serve_in_thread
-
-
-@pytest.fixture(scope="session")
-def llama_server() -> Iterator[LlamaServer]:
-    """The real OpenAI-compatible server (llama-cpp-python + SmolLM2-135M), shared per session."""
-    with running_llama_server() as server:
-        yield server
+from concerto.testing import allow_llm_endpoint
 
 
 class _Misbehaving(BaseHTTPRequestHandler):
@@ -71,4 +64,5 @@ class _Misbehaving(BaseHTTPRequestHandler):
 def bad_server() -> Iterator[str]:
     """Base URL (`http://127.0.0.1:PORT`) of an HTTP server that answers chat calls badly."""
     with serve_in_thread(_Misbehaving) as url:
+        allow_llm_endpoint(url)
         yield url

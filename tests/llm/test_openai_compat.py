@@ -7,16 +7,17 @@ loopback sockets (a closed port, a server that sleeps, one that answers garbage)
 from __future__ import annotations
 
 import json
-import socket
 from typing import Any
 
 import httpx
 import pytest
 from pydantic import SecretStr
 
+from _services.ports import dead_url
 from concerto.llm import LLMError, Message, OpenAICompatibleLLM, llm_from_settings
 from concerto.llm.openai_compat import OPENAI_BASE_URL
 from concerto.settings import Settings
+from concerto.testing import allow_llm_endpoint
 
 SCHEMA = {
     "title": "Pick",
@@ -244,14 +245,10 @@ def test_one_client_serves_several_event_loops() -> None:
     asyncio.run(llm.aclose())
 
 
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 async def test_closed_port_is_unavailable_and_names_the_setting() -> None:
-    async with OpenAICompatibleLLM("m", base_url=f"http://127.0.0.1:{closed_port()}/v1") as llm:
+    url = dead_url("/v1")
+    allow_llm_endpoint(url)  # nothing listens there: that is the point of the test
+    async with OpenAICompatibleLLM("m", base_url=url) as llm:
         with pytest.raises(LLMError) as info:
             await llm.complete(MESSAGES)
     assert info.value.kind == "unavailable"

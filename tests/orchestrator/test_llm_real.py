@@ -6,12 +6,11 @@ whatever the model says, the orchestrator returns a valid contract and records t
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from _services.llama import LlamaServer, running_llama_server
+from _services.llama import LlamaServer
 from concerto.contracts.orchestrator import OrchestratorErrorResponse, OrchestratorOutput
 from concerto.llm.base import Usage
 from concerto.llm.openai_compat import llm_from_settings
@@ -23,10 +22,9 @@ from concerto.testing import fake_agent
 pytestmark = pytest.mark.llm
 
 
-@pytest.fixture(scope="module")
-def llama() -> Iterator[LlamaServer]:
-    with running_llama_server() as server:
-        yield server
+@pytest.fixture
+def llama(llama_server: LlamaServer) -> LlamaServer:
+    return llama_server
 
 
 def settings_for(server: LlamaServer, tmp_path: Path) -> Settings:

@@ -14,6 +14,7 @@ from concerto.llm.base import LLMError
 from concerto.orchestrator.intents import IntentTableError, load_intent_file, load_intents
 from concerto.orchestrator.planner import PlanError, Planner, validate_plan
 from concerto.orchestrator.router import RouteDecision
+from concerto.packs.commercial.pack import pack as commercial
 from concerto.testing import ScriptedLLM
 
 COMMERCIAL = [
@@ -27,6 +28,7 @@ COMMERCIAL = [
     "drift_monitor",
     "explainer",
 ]
+COMMERCIAL_TABLE = commercial.intents  # 001's INTENT_TO_AGENTS, shipped by the commercial pack
 
 
 def infos(*names: str) -> dict[str, AgentInfo]:
@@ -72,7 +74,7 @@ def test_timeouts_out_of_bounds_are_refused_by_the_contract() -> None:
 
 
 def test_commercial_table_is_the_spec_table_with_group_semantics() -> None:
-    table = load_intents(set(COMMERCIAL))
+    table = load_intents(set(COMMERCIAL), COMMERCIAL_TABLE)
     assert set(table) == {
         "causal_effect",
         "segment_optimization",
@@ -93,7 +95,7 @@ def test_commercial_table_is_the_spec_table_with_group_semantics() -> None:
 
 
 def test_intents_with_missing_agents_are_inactive() -> None:
-    assert load_intents({"echo"}) == {}
+    assert load_intents({"echo"}, COMMERCIAL_TABLE) == {}
 
 
 def test_bad_intent_file(tmp_path: Path) -> None:
@@ -107,7 +109,7 @@ def test_bad_intent_file(tmp_path: Path) -> None:
 
 
 async def test_table_plan_for_named_intent() -> None:
-    planner = Planner(infos(*COMMERCIAL), load_intents(set(COMMERCIAL)))
+    planner = Planner(infos(*COMMERCIAL), load_intents(set(COMMERCIAL), COMMERCIAL_TABLE))
     plan, notes = await planner.plan(
         "q", decision("causal_impact", "gap_analyzer", "explainer", intent="comprehensive_analysis")
     )

@@ -82,7 +82,7 @@ def test_sse_stream_sends_events_then_result(client: TestClient) -> None:
 
 def test_agents_health_openapi_page(client: TestClient) -> None:
     assert {a["name"] for a in client.get("/v1/agents").json()} == {"echo", "hang"}
-    assert client.get("/health").json() == {"status": "ok", "agents": 2, "llm": False}
+    assert client.get("/health").json() == {"status": "ok", "agents": 2, "llm": False, "failed_packs": []}
     paths = client.get("/openapi.json").json()["paths"]
     assert {"/v1/ask", "/v1/ask/stream", "/v1/agents", "/health"} <= set(paths)
     assert "EventSource" in client.get("/").text

@@ -200,10 +200,15 @@ def labelled(cls: Any, pack: str) -> type[Agent]:
 
 
 def load_packs(agents: str | None = None, *, group: str = ENTRY_POINT_GROUP) -> Packs:
-    """Import every pack named in the entry-point group, in one pass; never raises."""
+    """Import every pack named in the entry-point group, in one pass; never raises.
+
+    Concerto's own packs come first, then the others by name: where two packs claim one
+    agent name, setting or command, the first keeps it, so a plugin cannot take over a
+    built-in's, and the outcome does not depend on the order of sys.path.
+    """
     packs = Packs(agents=agents)
     seen: dict[str, str] = {}
-    for ep in entry_points(group=group):
+    for ep in sorted(entry_points(group=group), key=_builtin_first):
         if ep.name in seen:
             if seen[ep.name] != ep.value:
                 packs.fail(ep.name, "import", f"{ep.value} is shadowed by {seen[ep.name]} (same pack name)")
@@ -216,6 +221,11 @@ def load_packs(agents: str | None = None, *, group: str = ENTRY_POINT_GROUP) -> 
             continue
         packs.packs.append(pack)
     return packs
+
+
+def _builtin_first(ep: EntryPoint) -> tuple[bool, str]:
+    dist = getattr(ep, "dist", None)
+    return (dist is None or dist.name != "concerto", ep.name)
 
 
 def _pack_of(ep: EntryPoint) -> Pack:

@@ -12,7 +12,9 @@ transport (`httpx.MockTransport`) never leave the process and are always allowed
 
 from __future__ import annotations
 
-_allowed: set[str] = set()  # base URLs (prefixes) that may be called while blocking
+from urllib.parse import urlsplit
+
+_allowed: set[str] = set()  # origins (scheme://host:port) that may be called while blocking
 _blocking = False
 refused: list[str] = []  # URLs refused while blocking, oldest first
 
@@ -23,7 +25,7 @@ class LLMRequestBlocked(RuntimeError):
 
 def check(url: str) -> None:
     """Raise `LLMRequestBlocked` (and record it) if blocking is on and `url` is not allowed."""
-    if not _blocking or any(url.startswith(prefix) for prefix in _allowed):
+    if not _blocking or _origin(url) in _allowed:
         return
     refused.append(url)
     raise LLMRequestBlocked(
@@ -40,5 +42,10 @@ def set_blocking(on: bool) -> bool:
 
 
 def allow(url: str) -> None:
-    """Allow requests to URLs starting with `url` (a base URL) from now on."""
-    _allowed.add(url.rstrip("/"))
+    """Allow requests to the server at `url` (any path on its scheme, host and port) from now on."""
+    _allowed.add(_origin(url))
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}".lower()

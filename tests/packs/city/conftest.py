@@ -7,47 +7,45 @@ a local HTTP server replaying recorded Open-Meteo responses.
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import pytest_asyncio
 
-from concerto.packs.city import spawn
+from _services.weather import Replay
+from concerto.mcp.settings import MCPSettings
+from concerto.packs.city.settings import CitySettings
 from concerto.resources import Resources
 from concerto.settings import Settings
-
-from .replay import Replay
 
 HERE = Path(__file__).parent
 FIXTURE_SERVERS = HERE / "mcp_servers"
 
 
-@pytest.fixture(scope="session")
-def _replay_server() -> Iterator[Replay]:
-    with Replay() as replay:
-        yield replay
+def city_settings(tmp_path: Path, weather_url: str, *, city: dict[str, Any] | None = None, **mcp: Any) -> Settings:
+    """Settings for the city pack (`city`: CitySettings, the rest: MCPSettings), with timeouts
+    generous enough for a busy CI."""
+    return Settings(data_dir=tmp_path).using(
+        CitySettings(**{"weather_url": weather_url, "city_request_timeout_ms": 15000, **(city or {})}),
+        MCPSettings(**{"mcp_connect_timeout_ms": 20000, **mcp}),
+    )
 
 
 @pytest.fixture
-def provider(_replay_server: Replay) -> Iterator[Replay]:
+def provider(weather_replay: Replay) -> Iterator[Replay]:
     """The replaying weather provider, reset to the recorded answer for each test."""
-    _replay_server.set()
-    _replay_server.requests.clear()
-    yield _replay_server
-    _replay_server.set()
+    weather_replay.set()
+    weather_replay.requests.clear()
+    yield weather_replay
+    weather_replay.set()
 
 
 @pytest.fixture
 def settings(tmp_path: Path, provider: Replay) -> Settings:
-    """Settings pointing at the replay provider, with timeouts generous enough for a busy CI."""
-    return Settings(
-        data_dir=tmp_path,
-        weather_url=provider.url,
-        mcp_connect_timeout_ms=20000,
-        city_request_timeout_ms=15000,
-    )
+    """Settings pointing at the replay provider."""
+    return city_settings(tmp_path, provider.url)
 
 
 @pytest_asyncio.fixture(loop_scope="function")
@@ -58,25 +56,10 @@ async def resources(settings: Settings) -> AsyncIterator[Resources]:
     await res.aclose()
 
 
-def start_http_server(kind: str, weather_url: str) -> tuple[subprocess.Popen[bytes], str]:
-    """`concerto mcp serve KIND --transport http` on a free port; returns it and its /mcp URL."""
-    return spawn.start_http_server(kind, env={"CONCERTO_WEATHER_URL": weather_url})
-
-
 @pytest.fixture(scope="session")
-def http_servers(_replay_server: Replay) -> Iterator[dict[str, str]]:
+def http_servers(mcp_http_servers: dict[str, str]) -> dict[str, str]:
     """The three servers over streamable HTTP, started once for the session."""
-    procs, urls = [], {}
-    try:
-        for kind in ("weather", "datetime", "echo"):
-            proc, url = start_http_server(kind, _replay_server.url)
-            procs.append(proc)
-            urls[kind] = url
-        yield urls
-    finally:
-        for proc in procs:
-            proc.terminate()
-            proc.wait(10)
+    return mcp_http_servers
 
 
 def servers_file(tmp_path: Path, text: str) -> Path:

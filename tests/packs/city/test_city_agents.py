@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
+from _services.ports import dead_url
+from _services.weather import Replay, forecast
 from concerto.agents.base import AgentFailure
 from concerto.agents.registry import load_registry
 from concerto.contracts.common import ErrorKind
-from concerto.packs.city.client import MCPServer
+from concerto.mcp.client import MCPServer
 from concerto.packs.city.datetime_agent import DateTimeAgent
 from concerto.packs.city.echo import EchoAgent
 from concerto.packs.city.models import DateTimeData, EchoData, TemperatureData
@@ -19,8 +22,7 @@ from concerto.resources import Resources
 from concerto.settings import Settings
 from concerto.testing import make_context
 
-from .conftest import servers_file
-from .replay import Replay, forecast
+from .conftest import city_settings, servers_file
 
 NOW = datetime(2025, 3, 9, 8, 0, tzinfo=UTC)  # the first minute of CDT in Chicago
 
@@ -99,7 +101,7 @@ async def test_one_session_per_server_is_reused(settings: Settings, resources: R
     agent = DateTimeAgent(settings, resources)
     ctx = make_context("t", now=NOW, settings=settings, resources=resources)
     await agent.run(ctx, {"city": "Boston"})
-    server = resources.get("city.mcp.datetime", lambda: None)
+    server = resources.get("mcp.server.datetime", lambda: None)
     assert isinstance(server, MCPServer) and server.connected
     session = await server.session()
     results = await asyncio.gather(*(agent.run(ctx, {"city": c}) for c in ("Miami", "Denver", "Austin")))
@@ -160,9 +162,7 @@ async def test_hostile_city_text_is_refused(settings: Settings, resources: Resou
 
 
 async def test_offline_provider_is_a_clear_error(tmp_path: object, provider: Replay) -> None:
-    from concerto.packs.city.spawn import free_port
-
-    settings = Settings(weather_url=f"http://127.0.0.1:{free_port()}", mcp_connect_timeout_ms=20000)
+    settings = city_settings(Path(str(tmp_path)), dead_url())
     resources = Resources(settings)
     ctx = make_context("q", now=NOW, settings=settings, resources=resources)
     try:
@@ -174,13 +174,11 @@ async def test_offline_provider_is_a_clear_error(tmp_path: object, provider: Rep
 
 
 async def test_agents_over_streamable_http(tmp_path: object, provider: Replay, http_servers: dict[str, str]) -> None:
-    from pathlib import Path
-
     path = servers_file(
         Path(str(tmp_path)),
         "\n".join(f"- name: {kind}\n  url: {url}" for kind, url in http_servers.items()),
     )
-    settings = Settings(weather_url=provider.url, mcp_servers_file=path, mcp_connect_timeout_ms=20000)
+    settings = city_settings(Path(str(tmp_path)), provider.url, mcp_servers_file=path)
     resources = Resources(settings)
     ctx = make_context("q", now=NOW, settings=settings, resources=resources)
     try:
@@ -190,7 +188,7 @@ async def test_agents_over_streamable_http(tmp_path: object, provider: Replay, h
         assert t.output["temperature"] == 72.5
         assert d.output["datetime"] == "2025-03-09T03:00:00-05:00"
         assert e.output["echo_text"] == "over http"
-        assert resources.get("city.mcp.echo", lambda: None).spec.url == http_servers["echo"]  # type: ignore[attr-defined]
+        assert resources.get("mcp.server.echo", lambda: None).spec.url == http_servers["echo"]  # type: ignore[attr-defined]
     finally:
         await resources.aclose()
 
@@ -199,7 +197,7 @@ async def test_at_most_city_max_concurrency_requests_at_once(tmp_path: object, p
     import time
 
     provider.set(delay_s=0.3)
-    settings = Settings(weather_url=provider.url, city_max_concurrency=1, mcp_connect_timeout_ms=20000)
+    settings = city_settings(Path(str(tmp_path)), provider.url, city={"city_max_concurrency": 1})
     resources = Resources(settings)
     agent = TemperatureAgent(settings, resources)
     ctx = make_context("q", now=NOW, settings=settings, resources=resources)

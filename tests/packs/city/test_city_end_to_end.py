@@ -5,21 +5,21 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from concerto.agents.registry import load_registry
+from _services.ports import dead_url
+from _services.weather import Replay
+from concerto.agents.loader import load_packs
 from concerto.contracts.orchestrator import OrchestratorErrorResponse, OrchestratorOutput
 from concerto.orchestrator.engine import Orchestrator
 from concerto.packs.city.models import to_query_response
-from concerto.packs.city.spawn import free_port
-from concerto.settings import Settings
 
-from .replay import Replay
+from .conftest import city_settings
 
 NOW = datetime(2025, 11, 2, 7, 30, tzinfo=UTC)  # 01:30 CST, the second 01:30 in Chicago
 
 
 async def test_weather_and_time_in_one_question(tmp_path: Path, provider: Replay) -> None:
-    settings = Settings(data_dir=tmp_path, weather_url=provider.url, agents="city", mcp_connect_timeout_ms=20000)
-    async with Orchestrator(settings, registry=load_registry("city")) as orch:
+    settings = city_settings(tmp_path, provider.url)
+    async with Orchestrator(settings, packs=load_packs("city")) as orch:
         result = await orch.ask("What's the weather and the time in Chicago?", now=NOW)
     assert isinstance(result, OrchestratorOutput), result
     response = to_query_response(result)
@@ -32,10 +32,8 @@ async def test_weather_and_time_in_one_question(tmp_path: Path, provider: Replay
 
 
 async def test_a_failing_agent_leaves_the_other_answer(tmp_path: Path) -> None:
-    settings = Settings(
-        data_dir=tmp_path, weather_url=f"http://127.0.0.1:{free_port()}", agents="city", mcp_connect_timeout_ms=20000
-    )
-    async with Orchestrator(settings, registry=load_registry("city")) as orch:
+    settings = city_settings(tmp_path, dead_url())
+    async with Orchestrator(settings, packs=load_packs("city")) as orch:
         result = await orch.ask("What's the weather and the time in Chicago?", now=NOW)
         unknown = await orch.ask("What time is it in Atlantis?", now=NOW)
     assert isinstance(result, OrchestratorOutput), result

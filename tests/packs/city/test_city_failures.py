@@ -14,19 +14,25 @@ from pathlib import Path
 
 import pytest
 
+from _services.ports import dead_url, free_port, wait_for_port
 from concerto.agents.base import AgentFailure
 from concerto.contracts.common import ErrorKind
-from concerto.packs.city.client import MCPServer
-from concerto.packs.city.spawn import free_port
+from concerto.mcp.client import MCPServer
 from concerto.packs.city.temperature import TemperatureAgent
 from concerto.resources import Resources
 from concerto.settings import Settings
 from concerto.testing import make_context
 
-from .conftest import FIXTURE_SERVERS, servers_file
+from .conftest import FIXTURE_SERVERS, city_settings, servers_file
 
 
-def odd_weather_settings(tmp_path: Path, **overrides: int) -> Settings:
+def weather_server_settings(tmp_path: Path, path: Path, request_timeout_ms: int = 15000, **mcp: int) -> Settings:
+    """Settings whose `weather` server is the one the servers file at `path` names."""
+    city = {"city_request_timeout_ms": request_timeout_ms}
+    return city_settings(tmp_path, dead_url(), city=city, mcp_servers_file=path, **mcp)
+
+
+def odd_weather_settings(tmp_path: Path, request_timeout_ms: int = 15000) -> Settings:
     """Settings whose `weather` server is `odd_weather.py` (the servers file replaces built-ins)."""
     path = servers_file(
         tmp_path,
@@ -40,8 +46,7 @@ servers:
       STARTED_FILE: "{tmp_path / "started"}"
 """,
     )
-    values = {"mcp_connect_timeout_ms": 20000, "city_request_timeout_ms": 15000, **overrides}
-    return Settings(data_dir=tmp_path, mcp_servers_file=path, **values)  # type: ignore[arg-type]
+    return weather_server_settings(tmp_path, path, request_timeout_ms)
 
 
 async def run_temperature(settings: Settings, resources: Resources, city: str) -> dict[str, object]:
@@ -83,7 +88,7 @@ async def test_server_that_never_answers_times_out_on_connect(tmp_path: Path) ->
   args: ["-c", "import time; time.sleep(120)"]
 """,
     )
-    settings = Settings(data_dir=tmp_path, mcp_servers_file=path, mcp_connect_timeout_ms=500, mcp_startup_timeout_ms=0)
+    settings = weather_server_settings(tmp_path, path, mcp_connect_timeout_ms=500, mcp_startup_timeout_ms=0)
     resources = Resources(settings)
     started = time.monotonic()
     try:
@@ -98,9 +103,9 @@ async def test_server_that_never_answers_times_out_on_connect(tmp_path: Path) ->
 
 
 async def test_unreachable_http_server(tmp_path: Path) -> None:
-    url = f"http://127.0.0.1:{free_port()}/mcp"
+    url = dead_url("/mcp")
     path = servers_file(tmp_path, f"- name: weather\n  url: {url}\n")
-    settings = Settings(data_dir=tmp_path, mcp_servers_file=path, mcp_connect_timeout_ms=1500)
+    settings = weather_server_settings(tmp_path, path, mcp_connect_timeout_ms=1500)
     resources = Resources(settings)
     try:
         with pytest.raises(AgentFailure) as err:
@@ -113,7 +118,7 @@ async def test_unreachable_http_server(tmp_path: Path) -> None:
 
 async def test_missing_command(tmp_path: Path) -> None:
     path = servers_file(tmp_path, "- name: weather\n  command: /nonexistent/mcp-server\n")
-    settings = Settings(data_dir=tmp_path, mcp_servers_file=path)
+    settings = weather_server_settings(tmp_path, path)
     resources = Resources(settings)
     try:
         with pytest.raises(AgentFailure, match="Cannot connect to MCP server 'weather'") as err:
@@ -124,7 +129,7 @@ async def test_missing_command(tmp_path: Path) -> None:
 
 
 async def test_request_timeout(tmp_path: Path) -> None:
-    settings = odd_weather_settings(tmp_path, city_request_timeout_ms=700)
+    settings = odd_weather_settings(tmp_path, request_timeout_ms=700)
     resources = Resources(settings)
     started = time.monotonic()
     try:
@@ -166,7 +171,7 @@ async def test_aclose_stops_the_server_process(tmp_path: Path) -> None:
     resources = Resources(settings)
     await run_temperature(settings, resources, "Anytown")
     pid = int((tmp_path / "pid").read_text())
-    server = resources.get("city.mcp.weather", lambda: None)
+    server = resources.get("mcp.server.weather", lambda: None)
     assert isinstance(server, MCPServer) and server.connected
     await resources.aclose()
     for _ in range(50):
@@ -181,7 +186,7 @@ async def test_aclose_stops_the_server_process(tmp_path: Path) -> None:
 
 async def test_broken_servers_file_is_an_agent_error(tmp_path: Path) -> None:
     path = servers_file(tmp_path, "- name: weather\n")
-    settings = Settings(data_dir=tmp_path, mcp_servers_file=path)
+    settings = weather_server_settings(tmp_path, path)
     resources = Resources(settings)
     try:
         with pytest.raises(AgentFailure, match="exactly one of `command` or `url`") as err:
@@ -208,8 +213,6 @@ async def test_server_that_died_while_idle_is_restarted_transparently(tmp_path: 
 async def test_http_server_killed_mid_request_fails_fast(tmp_path: Path) -> None:
     import subprocess
 
-    from concerto.packs.city.spawn import wait_for_port
-
     port = free_port()
     env = {**os.environ, "STARTED_FILE": str(tmp_path / "started")}
     proc = subprocess.Popen(
@@ -221,9 +224,7 @@ async def test_http_server_killed_mid_request_fails_fast(tmp_path: Path) -> None
     try:
         wait_for_port(port, proc)
         path = servers_file(tmp_path, f"- name: weather\n  url: http://127.0.0.1:{port}/mcp\n")
-        settings = Settings(
-            data_dir=tmp_path, mcp_servers_file=path, mcp_connect_timeout_ms=20000, city_request_timeout_ms=15000
-        )
+        settings = weather_server_settings(tmp_path, path)
         resources = Resources(settings)
         try:
             assert (await run_temperature(settings, resources, "Anytown"))["temperature"] == 55.0

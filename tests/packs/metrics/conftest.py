@@ -1,8 +1,4 @@
-"""A real Prometheus scraping a real node exporter for the session, and helpers.
-
-The binaries come from Debian's packages. When they are missing the tests that need
-them FAIL with the install command, unless CONCERTO_SKIP_PROMETHEUS=1 says to skip.
-"""
+"""Helpers of the metrics tests; the real Prometheus (`prometheus` fixture) is in tests/conftest.py."""
 
 from __future__ import annotations
 
@@ -16,38 +12,19 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
+from _services.prometheus import LocalPrometheus
 from _services.threaded_http import serve_in_thread
 from concerto.agents.base import AgentContext
 from concerto.nlp.embeddings import Embedder, default_embedder
-from concerto.packs.metrics._local_prometheus import (
-    INSTALL_HINT,
-    LocalPrometheus,
-    LocalPrometheusError,
-    missing_binaries,
-    skip_requested,
-)
+from concerto.packs.metrics.settings import MetricsSettings
 from concerto.resources import Resources
 from concerto.settings import Settings
 from concerto.testing import make_context
 
 
-@pytest.fixture(scope="session")
-def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalPrometheus]:
-    """Node exporter + Prometheus on free loopback ports, 1 s scrapes, data already there."""
-    if skip_requested():
-        pytest.skip("CONCERTO_SKIP_PROMETHEUS=1: real Prometheus tests skipped")
-    missing = missing_binaries()
-    if missing:
-        pytest.fail(f"{', '.join(missing)} not found; install with: {INSTALL_HINT}", pytrace=False)
-    local = LocalPrometheus(scrape_interval_s=1, workdir=tmp_path_factory.mktemp("prometheus"))
-    try:
-        local.start(wait_for_data_s=60)
-    except LocalPrometheusError as exc:
-        pytest.fail(f"could not start the local Prometheus: {exc}", pytrace=False)
-    # A few more scrapes so that rates over the first seconds have several samples.
-    time.sleep(3)
-    yield local
-    local.stop()
+def metrics_settings(tmp_path: Path, **values: Any) -> Settings:
+    """Core settings with these metrics-pack settings (`prometheus_url=...`, ...)."""
+    return Settings(data_dir=tmp_path).using(MetricsSettings(**values))
 
 
 @pytest.fixture(scope="session")
@@ -68,7 +45,7 @@ def context_for(
 @pytest.fixture
 def prom_settings(prometheus: LocalPrometheus, tmp_path: Path) -> Settings:
     """Settings pointing at the session's Prometheus."""
-    return Settings(prometheus_url=prometheus.url, data_dir=tmp_path, metrics_timeout_s=5)
+    return metrics_settings(tmp_path, prometheus_url=prometheus.url, metrics_timeout_s=5)
 
 
 @pytest_asyncio.fixture(loop_scope="function")

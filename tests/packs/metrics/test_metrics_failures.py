@@ -13,14 +13,15 @@ from typing import Any
 
 import pytest
 
+from _services.ports import dead_url
+from _services.prometheus import LocalPrometheus
 from concerto.agents.base import AgentFailure
 from concerto.contracts.common import ErrorKind
 from concerto.nlp.embeddings import Embedder
-from concerto.packs.metrics._local_prometheus import LocalPrometheus, free_port
 from concerto.packs.metrics.agent import MetricsAgent
 from concerto.settings import Settings
 
-from .conftest import context_for
+from .conftest import context_for, metrics_settings
 
 TOKEN = "glsa_test_token"
 
@@ -49,8 +50,8 @@ async def test_no_backend_still_reports_an_unsupported_operation(tmp_path: Path,
 
 
 async def test_prometheus_down(tmp_path: Path, shared_embedder: Embedder) -> None:
-    url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
-    failure = await _fail(Settings(data_dir=tmp_path, prometheus_url=url), shared_embedder, "CPU usage")
+    url = dead_url()
+    failure = await _fail(metrics_settings(tmp_path, prometheus_url=url), shared_embedder, "CPU usage")
     assert failure.error_type == "grafana_unavailable"
     assert url in failure.message
     assert "exception" in failure.details  # for logs, not for the user
@@ -58,7 +59,7 @@ async def test_prometheus_down(tmp_path: Path, shared_embedder: Embedder) -> Non
 
 
 async def test_prometheus_slower_than_the_timeout(tmp_path: Path, shared_embedder: Embedder, slow_server: str) -> None:
-    settings = Settings(data_dir=tmp_path, prometheus_url=slow_server, metrics_timeout_s=0.3)
+    settings = metrics_settings(tmp_path, prometheus_url=slow_server, metrics_timeout_s=0.3)
     failure = await _fail(settings, shared_embedder, "Show CPU usage for the last hour")
     assert failure.error_type == "grafana_unavailable"
     assert failure.message == "Prometheus did not answer within 0.3 s."
@@ -122,7 +123,7 @@ async def test_grafana_datasource_proxy(
     tmp_path: Path, shared_embedder: Embedder, grafana: tuple[str, list[str]]
 ) -> None:
     url, requests = grafana
-    settings = Settings(data_dir=tmp_path, grafana_url=url, grafana_token=TOKEN)  # type: ignore[arg-type]
+    settings = metrics_settings(tmp_path, grafana_url=url, grafana_token=TOKEN)
     ctx = context_for(settings, shared_embedder)
     try:
         out = await MetricsAgent(settings, ctx.resources).run(ctx, {"request": "CPU usage for the last hour"})
@@ -140,7 +141,7 @@ async def test_grafana_with_a_wrong_token(
     tmp_path: Path, shared_embedder: Embedder, grafana: tuple[str, list[str]]
 ) -> None:
     url, _ = grafana
-    settings = Settings(data_dir=tmp_path, grafana_url=url, grafana_token="wrong")  # type: ignore[arg-type]
+    settings = metrics_settings(tmp_path, grafana_url=url, grafana_token="wrong")
     failure = await _fail(settings, shared_embedder, "CPU usage")
     assert failure.error_type == "grafana_unavailable"
     assert failure.suggestion is not None and "CONCERTO_GRAFANA_TOKEN" in failure.suggestion
@@ -151,12 +152,7 @@ async def test_grafana_with_a_configured_datasource_uid(
     tmp_path: Path, shared_embedder: Embedder, grafana: tuple[str, list[str]]
 ) -> None:
     url, requests = grafana
-    settings = Settings(
-        data_dir=tmp_path,
-        grafana_url=url,
-        grafana_token=TOKEN,  # type: ignore[arg-type]
-        grafana_datasource_uid="prom1",
-    )
+    settings = metrics_settings(tmp_path, grafana_url=url, grafana_token=TOKEN, grafana_datasource_uid="prom1")
     ctx = context_for(settings, shared_embedder)
     try:
         await MetricsAgent(settings, ctx.resources).run(ctx, {"request": "memory used"})

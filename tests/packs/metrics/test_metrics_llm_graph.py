@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from _services.prometheus import LocalPrometheus
 from concerto.agents.base import AgentContext, AgentFailure
 from concerto.llm.base import LLMError
 from concerto.nlp.embeddings import Embedder
-from concerto.packs.metrics._local_prometheus import LocalPrometheus
 from concerto.packs.metrics.agent import MetricsAgent
 from concerto.packs.metrics.models import (
     MetricsQuery,

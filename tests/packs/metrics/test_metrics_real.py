@@ -7,8 +7,8 @@ from datetime import timedelta
 
 import pytest
 
+from _services.prometheus import LocalPrometheus
 from concerto.agents.base import AgentContext, AgentFailure, AgentResult
-from concerto.packs.metrics._local_prometheus import LocalPrometheus
 from concerto.packs.metrics.agent import MetricsAgent
 from concerto.packs.metrics.backend import get_backend
 from concerto.packs.metrics.models import (

@@ -7,12 +7,11 @@ and the state ends with exactly one of a result or one of the spec's error types
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from _services.llama import LlamaServer, running_llama_server
+from _services.llama import LlamaServer
 from concerto.agents.base import AgentFailure
 from concerto.llm.openai_compat import llm_from_settings
 from concerto.nlp.embeddings import Embedder
@@ -23,12 +22,6 @@ from concerto.settings import Settings
 from .conftest import context_for
 
 pytestmark = [pytest.mark.llm, pytest.mark.prometheus]
-
-
-@pytest.fixture(scope="module")
-def llama_server() -> Iterator[LlamaServer]:
-    with running_llama_server() as server:
-        yield server
 
 
 async def test_real_llm_parses_into_a_valid_state(

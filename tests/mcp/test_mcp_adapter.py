@@ -1,4 +1,4 @@
-"""External MCP servers listed in the servers file become agents, one per tool."""
+"""External MCP servers listed in the servers file become agents, one per tool (the `mcp` pack)."""
 
 from __future__ import annotations
 
@@ -7,39 +7,46 @@ from pathlib import Path
 
 import pytest
 
+from _services.ports import dead_url
 from concerto.agents.base import AgentFailure
 from concerto.agents.registry import AgentRegistry
-from concerto.packs.city import dynamic_agents
-from concerto.packs.city.config import ServersFileError, load_servers
-from concerto.packs.city.external import agent_name
-from concerto.packs.city.spawn import free_port
+from concerto.mcp.adapter import agent_name, discover
+from concerto.mcp.settings import MCPSettings
+from concerto.mcp.spec import ServersFileError, load_servers
 from concerto.resources import Resources
 from concerto.settings import Settings
 from concerto.testing import make_context
 
-from .conftest import FIXTURE_SERVERS, servers_file
+SERVERS = Path(__file__).parent / "servers"
+
+
+def servers_file(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "mcp_servers.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
 
 NOTES = f"""
 servers:
   - name: notes
     command: {sys.executable}
-    args: ["{FIXTURE_SERVERS / "notes.py"}"]
+    args: ["{SERVERS / "notes.py"}"]
   - name: offline
-    url: http://127.0.0.1:{{port}}/mcp
-  - name: datetime            # replaces the built-in server; adds no agents
+    url: {{offline}}
+  - name: datetime            # replaces the city pack's server; adds no agents
     command: {sys.executable}
-    args: ["-m", "concerto.packs.city.cli", "serve", "datetime"]
+    args: ["-m", "concerto.mcp", "concerto.packs.city.servers:datetime_server"]
 """
 
 
 @pytest.fixture
 def notes_settings(tmp_path: Path) -> Settings:
-    path = servers_file(tmp_path, NOTES.replace("{port}", str(free_port())))
-    return Settings(data_dir=tmp_path, mcp_servers_file=path, mcp_connect_timeout_ms=20000)
+    path = servers_file(tmp_path, NOTES.replace("{offline}", dead_url("/mcp")))
+    return Settings(data_dir=tmp_path).using(MCPSettings(mcp_servers_file=path, mcp_connect_timeout_ms=20000))
 
 
 async def test_tools_become_agents(notes_settings: Settings) -> None:
-    agents = await dynamic_agents(notes_settings)
+    agents = await discover(notes_settings)
     by_name = {cls.info.name: cls for cls in agents}
     assert sorted(by_name) == ["notes_add_note", "notes_count_words"]
     registry = AgentRegistry(agents)  # valid names, no clash
@@ -52,7 +59,7 @@ async def test_tools_become_agents(notes_settings: Settings) -> None:
 
 
 async def test_tool_agent_runs_the_tool(notes_settings: Settings) -> None:
-    agents = {cls.info.name: cls for cls in await dynamic_agents(notes_settings)}
+    agents = {cls.info.name: cls for cls in await discover(notes_settings)}
     resources = Resources(notes_settings)
     try:
         count = agents["notes_count_words"](notes_settings, resources)
@@ -74,7 +81,7 @@ async def test_tool_agent_runs_the_tool(notes_settings: Settings) -> None:
 
 
 async def test_no_servers_file_means_no_agents(tmp_path: Path) -> None:
-    assert await dynamic_agents(Settings(data_dir=tmp_path)) == []
+    assert await discover(Settings(data_dir=tmp_path)) == []
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""A local HTTP server that replays recorded weather-provider responses (no network, no mocks).
+"""A local weather provider that replays recorded Open-Meteo responses (no network, no mocks).
 
 The weather MCP server runs in its own process, so the provider it talks to must be a
 real socket: this is one, on 127.0.0.1, answering every request with the response set
