@@ -28,7 +28,8 @@ from typing import Any, TypedDict
 from _timing import percentile, timed
 
 from concerto.agents.base import Agent, AgentContext, AgentInfo, AgentResult
-from concerto.agents.registry import AgentRegistry, load_registry
+from concerto.agents.loader import load_registry
+from concerto.agents.registry import AgentRegistry
 from concerto.contracts.orchestrator import OrchestratorInput
 from concerto.contracts.plan import AgentTask, OrchestrationPlan
 from concerto.orchestrator.engine import Orchestrator

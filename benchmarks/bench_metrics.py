@@ -121,7 +121,7 @@ async def bench_agent(settings: Any, n: int) -> tuple[list[str], str]:
 
 async def bench_orchestrator(settings: Any, n: int) -> list[str]:
     try:
-        from concerto.agents.registry import load_registry
+        from concerto.agents.loader import load_registry
         from concerto.contracts.orchestrator import OrchestratorOutput
         from concerto.orchestrator.engine import Orchestrator
     except ImportError as exc:

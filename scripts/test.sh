@@ -1,20 +1,23 @@
 #!/usr/bin/env bash
 # The whole test suite with the real services it needs, on a fresh Debian machine:
-# installs Prometheus + node exporter (apt), the project with its dev extras, the
-# llama.cpp OpenAI-compatible server and its small model, the MCP conformance suite
-# (npm); then runs every check:
-# ruff (lint + format), mypy, and pytest (which starts Prometheus, the MCP servers,
-# the LLM server and a weather replay server on loopback ports by itself).
+# installs Prometheus + node exporter and PostgreSQL (apt), the project with its dev
+# extras, the llama.cpp OpenAI-compatible server and its small model, the MCP conformance
+# suite (npm); then runs every check:
+# ruff (lint + format), mypy, and pytest (whose tests/_services start Prometheus,
+# PostgreSQL, a ChromaDB server, the MCP servers, the LLM server and a weather replay
+# server on loopback ports by themselves; CONCERTO_SKIP_<SERVICE>=1 skips one, and the
+# run's summary says so).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 started=$(date +%s)
 step() { echo; echo "== $* ($(( $(date +%s) - started )) s)"; }
 
-step "system packages: prometheus, prometheus-node-exporter"
-if ! command -v prometheus >/dev/null || ! command -v prometheus-node-exporter >/dev/null; then
+step "system packages: prometheus, prometheus-node-exporter, postgresql"
+if ! command -v prometheus >/dev/null || ! command -v prometheus-node-exporter >/dev/null \
+    || ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq && apt-get install -y -qq --no-install-recommends prometheus prometheus-node-exporter \
-        >/dev/null || { echo "apt-get install failed"; exit 1; }
+        postgresql >/dev/null || { echo "apt-get install failed"; exit 1; }
 fi
 
 step "python environment"

@@ -8,7 +8,7 @@ listed at the end of the run.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -43,6 +43,25 @@ def _no_llm_requests_but_ours() -> Iterator[None]:
     """A test that would reach an LLM endpoint the suite did not start (and allow) fails."""
     with block_llm_requests():
         yield
+
+
+@pytest.fixture
+def install_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[..., None]:
+    """`install_plugin(module, source, entry_points)` makes `module` importable and declares its
+    entry points (`{"concerto.agents": {"name": "module:pack"}}`), as pip would; undone after the test."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    def install(module: str, source: str, entry_points: dict[str, dict[str, str]]) -> None:
+        (tmp_path / f"{module}.py").write_text(source, encoding="utf-8")
+        dist = tmp_path / f"{module}-0.1.dist-info"
+        dist.mkdir()
+        (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module.replace('_', '-')}\nVersion: 0.1\n")
+        lines = [
+            f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in eps.items()) for group, eps in entry_points.items()
+        ]
+        (dist / "entry_points.txt").write_text("\n".join(lines))
+
+    return install
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

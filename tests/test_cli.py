@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -95,13 +97,11 @@ def test_config_masks_secrets(run, monkeypatch: pytest.MonkeyPatch) -> None:  # 
 
 
 def test_every_command_and_option_has_help(run) -> None:  # type: ignore[no-untyped-def]
-    import click
-
     ctx = click.Context(main)
     for name in main.list_commands(ctx):
         command = main.get_command(ctx, name)
         assert command is not None and command.help, name
-        for param in command.params:
+        for param in command.get_params(click.Context(command)):
             if isinstance(param, click.Option) and param.name not in ("help", "version"):
                 assert param.help, f"{name} --{param.name}"
 
@@ -112,3 +112,61 @@ def test_installed_console_script() -> None:
     r = subprocess.run([exe, "ask", "echo: installed", "--json"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["response"] == 'Echo: "installed"'
+
+
+PROBE = '''
+from concerto import Agent, AgentInfo, AgentResult, Pack
+
+class Probe(Agent):
+    """Answers with the payload it was given."""
+
+    info = AgentInfo(name="probe", description="Shows the payload it receives.")
+
+    def match_structured(self, text):
+        return {} if text.startswith("probe:") else None
+
+    async def run(self, context, payload):
+        return AgentResult(output={k: v for k, v in payload.items() if k != "request"}, summary="probed")
+
+pack = Pack(name="probe", agents=[Probe])
+'''
+
+
+def test_ask_options_come_from_the_input_contract(install_plugin, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Every `OrchestratorInput` field is an option; per-question parameters reach the agent's payload."""
+    install_plugin("probe_pack", PROBE, {"concerto.agents": {"probe": "probe_pack:pack"}})
+    args = ["--source", "sales", "--context", "Q3 only", "--param", "k=3", "--param", "label=top tier"]
+    r = subprocess.run(
+        [sys.executable, "-m", "concerto.cli", "ask", "probe: payload", "--json", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(tmp_path), "CONCERTO_AGENTS": "probe"},
+    )
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["agent_results"][0]["output"] == {
+        "source": "sales",
+        "context": "Q3 only",
+        "k": 3,
+        "label": "top tier",
+    }
+    from concerto.contracts.orchestrator import OrchestratorInput
+
+    ask = main.get_command(click.Context(main), "ask")
+    assert ask is not None
+    flags = {p.name for p in ask.get_params(click.Context(ask))}
+    assert set(OrchestratorInput.model_fields) - {"query"} <= flags
+
+
+def test_bad_param_is_a_usage_error(run) -> None:  # type: ignore[no-untyped-def]
+    r = run("ask", "echo: hi", "--param", "no-equals-sign")
+    assert r.exit_code == 2 and "KEY=VALUE" in r.err
+
+
+def test_config_lists_every_pack_and_documents_them(run) -> None:  # type: ignore[no-untyped-def]
+    text = run("config").output
+    for owner in ("# core", "# city", "# kpi", "# mcp", "# metrics"):
+        assert owner in text
+    assert "CONCERTO_PROMETHEUS_URL=" in text and "CONCERTO_DATABASE_URL" not in text
+    markdown = run("config", "--markdown").output
+    assert markdown.startswith("| variable | default | meaning |") and "| **metrics** | | |" in markdown

@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentInfo, AgentResult
+    from concerto.agents.loader import load_registry
     from concerto.agents.pack import Pack
-    from concerto.agents.registry import AgentRegistry, load_registry, register_agent
+    from concerto.agents.registry import AgentRegistry, register_agent
     from concerto.contracts.common import AgentError, ErrorKind, ExecutionStatus
     from concerto.contracts.dispatch import AgentDispatchRequest, AgentDispatchResponse
     from concerto.contracts.events import Event, EventType, QueryState
@@ -52,7 +53,7 @@ _WHERE = {
     "OrchestratorOutput": "concerto.contracts.orchestrator",
     "QueryState": "concerto.contracts.events",
     "Settings": "concerto.settings",
-    "load_registry": "concerto.agents.registry",
+    "load_registry": "concerto.agents.loader",
     "register_agent": "concerto.agents.registry",
 }
 

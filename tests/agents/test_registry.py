@@ -7,7 +7,8 @@ from collections.abc import Callable
 import pytest
 
 from concerto.agents.base import Agent, AgentInfo
-from concerto.agents.registry import AgentRegistry, RegistryError, load_registry
+from concerto.agents.loader import load_registry
+from concerto.agents.registry import AgentRegistry, RegistryError
 from concerto.testing import fake_agent
 
 

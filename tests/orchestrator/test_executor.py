@@ -52,12 +52,12 @@ class Clocked:
         return _A
 
 
-def context_factory(settings: Settings, resources: Resources):  # type: ignore[no-untyped-def]
+def context_factory(settings: Settings, resources: Resources, query: OrchestratorInput | None = None):  # type: ignore[no-untyped-def]
     """The executor's `make_context` for a fixed question."""
 
     def make_context(task, agent, deps):  # type: ignore[no-untyped-def]
         return AgentContext(
-            query=OrchestratorInput(query="q"),
+            query=query or OrchestratorInput(query="q"),
             now=datetime.now(UTC),
             settings=settings,
             resources=resources,
@@ -74,7 +74,7 @@ def run(plan: OrchestrationPlan, registry: AgentRegistry, **kw):  # type: ignore
     resources = Resources(settings)
     instances = {n: registry.get(n)(settings, resources) for n in registry.names()}
 
-    make_context = context_factory(settings, resources)
+    make_context = context_factory(settings, resources, kw.pop("query", None))
 
     events = EventStream("q")
     executor = Executor(instances.__getitem__, kw.pop("cap", 8))
@@ -201,11 +201,48 @@ def test_previous_results_reach_dependents() -> None:
             ctx=[r.agent for r in ctx.previous_results], payload=payload["previous_results"]
         ),
     )
-    plan = OrchestrationPlan(tasks=[task("F", "first"), task("S", "second", ("F",))])
+    plan = OrchestrationPlan(tasks=[task("F", "first", request="what is the answer?"), task("S", "second", ("F",))])
     results, _ = run(plan, AgentRegistry([first, second]))
     assert seen["ctx"] == ["first"]
-    assert seen["payload"][0]["result"] == {"value": 42}  # type: ignore[index]
+    assert seen["payload"] == [  # 004's shape: agent, task (what it was asked), result; and ours
+        {
+            "agent": "first",
+            "task": "what is the answer?",
+            "task_id": "F",
+            "summary": "forty-two",
+            "result": {"value": 42},
+            "key_findings": [],
+        }
+    ]
     assert results[1].status is ExecutionStatus.COMPLETED
+
+
+def test_question_parameters_reach_every_payload_and_entities_come_back() -> None:
+    seen: list[dict[str, object]] = []
+
+    class Reporting(fake_agent("reporting")):  # type: ignore[misc, valid-type]
+        async def run(self, context, payload):  # type: ignore[no-untyped-def]
+            seen.append(payload)
+            result = await super().run(context, payload)
+            result.entities = {"who": "reporting"}
+            return result
+
+    query = OrchestratorInput(
+        query="q", source="sales", data_source_id="ds-1", context="Q3", parameters={"treatment": "samples"}
+    )
+    plan = OrchestrationPlan(tasks=[task("A", "reporting", input_payload={"analysis_type": "effect", "source": "x"})])
+    results, _ = run(plan, AgentRegistry([Reporting]), query=query)
+    assert seen == [
+        {
+            "request": "q",
+            "treatment": "samples",
+            "data_source_id": "ds-1",
+            "context": "Q3",
+            "source": "x",  # the intent table's input_payload is the task's configuration: it wins
+            "analysis_type": "effect",
+        }
+    ]
+    assert results[0].entities == {"who": "reporting"}
 
 
 @pytest.mark.parametrize("n", [1, 3])

@@ -170,3 +170,12 @@ async def test_max_concurrency_comes_from_agent_declarations() -> None:
     declared = infos("a", "b") | {"c": AgentInfo(name="c", description="c", max_concurrency=2)}
     plan, _ = await Planner(declared, {}).plan("q", decision("a", "c"))
     assert plan.max_concurrency == 2
+
+
+async def test_agents_without_their_own_timeout_get_the_configured_default() -> None:
+    """`CONCERTO_DEFAULT_TIMEOUT_MS` reaches the plan (the planner hard-coded 30 s before)."""
+    own = AgentInfo(name="own", description="has a timeout", default_timeout_ms=1000)
+    plain = AgentInfo(name="plain", description="declares none")
+    planner = Planner({"own": own, "plain": plain}, {}, default_timeout_ms=1234)
+    plan, _ = await planner.plan("q", decision("own", "plain"))
+    assert [t.timeout_ms for t in plan.tasks] == [1000, 1234]

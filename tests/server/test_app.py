@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -13,7 +12,9 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from concerto.agents.registry import AgentRegistry, load_registry
+from _services.ports import free_port
+from concerto.agents.loader import load_registry
+from concerto.agents.registry import AgentRegistry
 from concerto.orchestrator.engine import Orchestrator
 from concerto.server.app import create_app
 from concerto.settings import Settings
@@ -60,9 +61,43 @@ def test_bad_requests_get_the_error_contract(client: TestClient, payload: dict, 
     assert "Traceback" not in r.text
 
 
-def test_malformed_json_body(client: TestClient) -> None:
-    r = client.post("/v1/ask", content=b"{nope", headers={"content-type": "application/json"})
-    assert r.status_code == 422 and r.json()["error_category"] == "invalid_input"
+@pytest.mark.parametrize("path", ["/v1/ask", "/v1/ask/stream"])
+@pytest.mark.parametrize(
+    "body",
+    [b"{nope", b'{"query": "caf\xe9"}', b"\xff\xfe\x00", b"[]", b"null", b'{"query": "hi", "max_latency_ms": "5"}'],
+)
+def test_malformed_bodies_get_the_error_contract(client: TestClient, path: str, body: bytes) -> None:
+    """Not JSON, not UTF-8, not an object, a number as text: all the error contract, never FastAPI's own shape."""
+    r = client.post(path, content=body, headers={"content-type": "application/json"})
+    assert r.status_code == 422 and r.headers["content-type"] == "application/json"
+    assert r.json()["error_category"] == "invalid_input" and "detail" not in r.json()
+
+
+def test_per_question_parameters_are_in_the_body(client: TestClient) -> None:
+    body = {"query": "echo: hi", "source": "sales", "context": "Q3 only", "parameters": {"treatment": "samples"}}
+    assert client.post("/v1/ask", json=body).status_code == 200
+    bad = client.post("/v1/ask", json={"query": "echo: hi", "parameters": {"request": "override"}})
+    assert bad.status_code == 422 and "set by the orchestrator" in bad.json()["error_message"]
+
+
+def test_both_methods_of_the_stream_are_allowed(client: TestClient) -> None:
+    r = client.request("DELETE", "/v1/ask/stream")
+    assert r.status_code == 405 and r.headers["allow"] == "GET, POST"
+
+
+def test_streams_are_documented_as_event_streams(client: TestClient) -> None:
+    paths = client.get("/openapi.json").json()["paths"]
+    for method in ("get", "post"):
+        ok = paths["/v1/ask/stream"][method]["responses"]["200"]["content"]
+        assert list(ok) == ["text/event-stream"]
+        data = ok["text/event-stream"]["itemSchema"]["properties"]["data"]["contentSchema"]
+        assert {r["$ref"].rsplit("/", 1)[1] for r in data["anyOf"]} == {
+            "Event",
+            "OrchestratorOutput",
+            "OrchestratorErrorResponse",
+        }
+    params = {p["name"] for p in paths["/v1/ask/stream"]["get"]["parameters"]}
+    assert {"q", "output_format", "user_expertise", "source", "now"} <= params  # from the input contract
 
 
 def test_deadline_gives_timeout_status(client: TestClient) -> None:
@@ -88,14 +123,36 @@ def test_agents_health_openapi_page(client: TestClient) -> None:
     assert "EventSource" in client.get("/").text
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def test_pack_routes_and_static_files_are_served(tmp_path: Path) -> None:
+    from fastapi import APIRouter
+
+    from concerto.agents.loader import Packs
+    from concerto.agents.pack import Pack
+
+    router = APIRouter()
+
+    @router.get("/v1/acme/ping")
+    async def ping() -> dict[str, str]:
+        return {"pong": "acme"}
+
+    (tmp_path / "assets").mkdir()
+    (tmp_path / "assets" / "hello.txt").write_text("hi from acme")
+    packs = Packs(
+        [
+            Pack(name="acme", routes=[router], static={"/acme": tmp_path / "assets"}),
+            Pack(name="broken", routes=["acme_nowhere:router"], static={"/gone": tmp_path / "missing"}),
+        ]
+    )
+    orch = Orchestrator(Settings(data_dir=tmp_path), registry=AgentRegistry(), packs=packs)
+    with TestClient(create_app(orchestrator=orch)) as c:
+        assert c.get("/v1/acme/ping").json() == {"pong": "acme"}
+        assert c.get("/acme/hello.txt").text == "hi from acme"
+        failed = c.get("/health").json()["failed_packs"]
+    assert {(f["pack"], f["part"]) for f in failed} == {("broken", "routes"), ("broken", "static")}
 
 
 def test_real_socket_with_concerto_serve(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     env = {"CONCERTO_DATA_DIR": str(tmp_path), "CONCERTO_AGENTS": "echo", "PATH": "/usr/bin:/bin"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "concerto.cli", "serve", "--port", str(port)],

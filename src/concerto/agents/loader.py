@@ -242,3 +242,11 @@ def _pack_of(ep: EntryPoint) -> Pack:
 
         return Pack(name=ep.name, agents=registered_in(value.__name__))
     raise PackError(f"{ep.value} is a {type(value).__name__}, not a Pack")
+
+
+def load_registry(agents: str | None = None) -> AgentRegistry:
+    """The agents of every installed pack, limited by `agents` (the `CONCERTO_AGENTS` syntax).
+
+    A pack that fails to load is logged and left out; `load_packs` says which and why.
+    """
+    return load_packs(agents).registry()

@@ -81,13 +81,3 @@ def register_agent(cls: A) -> A:
 def registered_in(module: str) -> list[type[Agent]]:
     """Agent classes registered with `@register_agent` in `module` or a module below it."""
     return [c for c in _registered if c.__module__ == module or c.__module__.startswith(module + ".")]
-
-
-def load_registry(allowed: str | None = None) -> AgentRegistry:
-    """The agents of every installed pack, limited by `allowed` (the `CONCERTO_AGENTS` syntax).
-
-    A pack that fails to load is logged and left out; `load_packs` says which and why.
-    """
-    from concerto.agents.loader import load_packs
-
-    return load_packs(allowed).registry()

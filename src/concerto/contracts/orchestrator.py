@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.json_schema import JsonDict
 
 from concerto.contracts.base import BaseAgentInput, BaseAgentOutput
 from concerto.contracts.common import AgentName, ExecutionStatus
@@ -17,6 +18,10 @@ MAX_CONTEXT_CHARS = 4000
 MAX_PARAMETERS = 32
 PARAMETER_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 RESERVED_PAYLOAD_KEYS = frozenset({"request", "previous_results"})
+PARAMETER_NAMES: JsonDict = {
+    "pattern": PARAMETER_NAME.pattern,
+    "not": {"enum": [k for k in sorted(RESERVED_PAYLOAD_KEYS)]},
+}
 
 ClassificationMethod = Literal["pattern", "semantic", "llm", "none"]
 ErrorCategory = Literal[
@@ -30,9 +35,20 @@ ErrorCategory = Literal[
 
 
 class OrchestratorInput(BaseAgentInput):
-    """Input to the orchestrator from a user interface."""
+    """Input to the orchestrator from a user interface.
 
-    query: str = Field(..., description="User's natural language query")
+    Strict: a value of the wrong JSON type (a number for a string, a string for a number) is
+    refused rather than converted, so the API takes exactly what its OpenAPI document says.
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    query: str = Field(
+        ...,
+        description="User's natural language query",
+        # What `_query_rules` enforces, for the OpenAPI document (its messages are kinder than the constraints').
+        json_schema_extra={"minLength": 1, "maxLength": MAX_QUERY_CHARS - 1, "pattern": r"\S"},
+    )
     brand: str | None = Field(
         None, max_length=MAX_NAME_CHARS, description="Brand context (Remibrutinib, Fabhalta, Kisqali)"
     )
@@ -60,7 +76,14 @@ class OrchestratorInput(BaseAgentInput):
         default_factory=dict,
         max_length=MAX_PARAMETERS,
         description="Further inputs for the agents, added to every task's payload (e.g. a treatment column)",
+        json_schema_extra={"propertyNames": PARAMETER_NAMES},
     )
+
+    @field_validator("max_latency_ms", mode="before")
+    @classmethod
+    def _json_integer(cls, value: Any) -> Any:
+        """JSON (and its Schema) count 662.0 as an integer; strict mode would refuse it."""
+        return int(value) if isinstance(value, float) and value.is_integer() else value
 
     @field_validator("parameters")
     @classmethod

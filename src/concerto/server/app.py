@@ -10,7 +10,7 @@ same fields; every malformed request gets the error contract, never FastAPI's ow
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import datetime
 from pathlib import Path
@@ -20,14 +20,15 @@ from fastapi import FastAPI, Query, Request
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.sse import EventSourceResponse, ServerSentEvent
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, Field, create_model
-from sse_starlette.sse import EventSourceResponse
+from pydantic import BaseModel, BeforeValidator, Field, create_model
 from starlette.exceptions import HTTPException
 
 from concerto.agents.base import AgentInfo
 from concerto.agents.loader import Packs, load_packs
 from concerto.agents.pack import resolve
+from concerto.contracts.events import Event
 from concerto.contracts.orchestrator import OrchestratorErrorResponse, OrchestratorInput, OrchestratorOutput
 from concerto.orchestrator.engine import Orchestrator, validation_message
 from concerto.settings import Settings
@@ -47,6 +48,7 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": OrchestratorErrorResponse, "description": "The error contract"}
     for status in sorted(set(STATUS.values()))
 }
+StreamItem = Event | OrchestratorOutput | OrchestratorErrorResponse
 SSE_DESCRIPTION = (
     "Server-sent events: one `event` per step (data: an Event, id: its sequence number), "
     "then one `result` whose data is the output contract or the error contract."
@@ -54,10 +56,29 @@ SSE_DESCRIPTION = (
 _BODY_NOT_PARSED = "There was an error parsing the body"  # FastAPI's words for a body that is not UTF-8 JSON
 
 
+def _iso_datetime(value: Any) -> Any:
+    """ISO 8601 text only: pydantic would also read a number (or numeric text) as a Unix time."""
+    if value is None or isinstance(value, datetime):
+        return value
+    try:
+        if isinstance(value, str):
+            return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        pass
+    raise ValueError("give the date-time as ISO 8601 text, e.g. 2025-06-15T12:00:00Z")
+
+
+Now = Annotated[
+    datetime | None,
+    BeforeValidator(_iso_datetime),
+    Field(description="Fix the clock every agent sees (ISO 8601)"),
+]
+
+
 class AskRequest(OrchestratorInput):
     """Body of POST /v1/ask and /v1/ask/stream: the input contract plus an optional fixed clock."""
 
-    now: datetime | None = Field(None, description="Fix the clock every agent sees (ISO 8601)")
+    now: Now = None
 
 
 def _stream_query_model() -> type[BaseModel]:
@@ -65,7 +86,7 @@ def _stream_query_model() -> type[BaseModel]:
     question), for a browser's EventSource, which can only send a GET."""
     fields: dict[str, Any] = {
         "query": (str, Field(..., alias="q", min_length=1, description="The question")),
-        "now": (datetime | None, Field(None, description="Fix the clock every agent sees (ISO 8601)")),
+        "now": (Now, None),
     }
     for name, field in OrchestratorInput.model_fields.items():
         if name not in fields and "list" not in str(field.annotation) and "dict" not in str(field.annotation):
@@ -89,10 +110,6 @@ class Health(BaseModel):
     agents: int
     llm: bool
     failed_packs: list[PackProblem] = Field(default_factory=list, description="Packs that did not load, and why")
-
-
-class SSEResponse(EventSourceResponse):
-    media_type = "text/event-stream"
 
 
 def create_app(settings: Settings | None = None, orchestrator: Orchestrator | None = None) -> FastAPI:
@@ -126,6 +143,8 @@ def create_app(settings: Settings | None = None, orchestrator: Orchestrator | No
     async def _http(request: Request, exc: HTTPException) -> Response:
         if exc.status_code == 400 and exc.detail == _BODY_NOT_PARSED:
             return _error("Invalid request — the body is not JSON in UTF-8")
+        if exc.status_code == 405:  # Starlette lists the methods of the first route of the path only
+            exc.headers = {**(exc.headers or {}), "Allow": ", ".join(_methods(app, request.url.path))}
         return await http_exception_handler(request, exc)
 
     def _orch(request: Request) -> Orchestrator:
@@ -141,30 +160,35 @@ def create_app(settings: Settings | None = None, orchestrator: Orchestrator | No
 
     async def _stream(
         orch: Orchestrator, query: OrchestratorInput | dict[str, Any], now: datetime | None
-    ) -> AsyncIterator[dict[str, str]]:
+    ) -> AsyncIterator[ServerSentEvent]:
         async for item in orch.stream(query, now=now):
-            if isinstance(item, OrchestratorOutput | OrchestratorErrorResponse):
-                yield {"event": "result", "data": item.model_dump_json()}
+            if isinstance(item, Event):
+                yield ServerSentEvent(data=item, event="event", id=str(item.seq))
             else:
-                yield {"event": "event", "id": str(item.seq), "data": item.model_dump_json()}
+                yield ServerSentEvent(data=item, event="result")
 
     stream_responses: dict[int | str, dict[str, Any]] = {
-        200: {"content": {"text/event-stream": {"schema": {"type": "string"}}}, "description": SSE_DESCRIPTION},
-        422: ERRORS[422],
+        200: {"description": SSE_DESCRIPTION},
+        422: {
+            "description": "The error contract",
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/OrchestratorErrorResponse"}}},
+        },
     }
 
-    @app.post("/v1/ask/stream", response_class=SSEResponse, responses=stream_responses)
-    async def ask_stream(body: AskRequest, request: Request) -> SSEResponse:
+    @app.post("/v1/ask/stream", response_class=EventSourceResponse, responses=stream_responses)
+    async def ask_stream(body: AskRequest, request: Request) -> AsyncIterable[StreamItem]:
         """Server-sent events: one `event` per step, then one `result` with the output contract."""
-        return SSEResponse(_stream(_orch(request), _input(body), body.now))
+        async for event in _stream(_orch(request), _input(body), body.now):
+            yield event  # type: ignore[misc]  # a ServerSentEvent whose data is a StreamItem
 
-    @app.get("/v1/ask/stream", response_class=SSEResponse, responses=stream_responses)
-    async def ask_stream_get(request: Request, params: Annotated[StreamQuery, Query()]) -> SSEResponse:
+    @app.get("/v1/ask/stream", response_class=EventSourceResponse, responses=stream_responses)
+    async def ask_stream_get(request: Request, params: Annotated[StreamQuery, Query()]) -> AsyncIterable[StreamItem]:
         """The same stream for a browser's EventSource (GET only); a question the orchestrator
         refuses (e.g. too long) comes back as the stream's `result` with the error contract."""
         query: Any = params
         values = query.model_dump(exclude={"now"}, exclude_none=True)
-        return SSEResponse(_stream(_orch(request), values, query.now))
+        async for event in _stream(_orch(request), values, query.now):
+            yield event  # type: ignore[misc]  # a ServerSentEvent whose data is a StreamItem
 
     @app.get("/v1/agents", response_model=list[AgentInfo])
     async def agents(request: Request) -> list[AgentInfo]:
@@ -184,6 +208,16 @@ def create_app(settings: Settings | None = None, orchestrator: Orchestrator | No
 
     _mount_packs(app, packs)
     return app
+
+
+def _methods(app: FastAPI, path: str) -> list[str]:
+    """Every method some route of `path` accepts."""
+    found: set[str] = set()
+    for route in app.routes:
+        regex, methods = getattr(route, "path_regex", None), getattr(route, "methods", None)
+        if regex is not None and methods and regex.match(path):
+            found |= set(methods)
+    return sorted(found)
 
 
 def _input(body: AskRequest) -> OrchestratorInput:

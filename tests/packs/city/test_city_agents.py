@@ -11,7 +11,7 @@ import pytest
 from _services.ports import dead_url
 from _services.weather import Replay, forecast
 from concerto.agents.base import AgentFailure
-from concerto.agents.registry import load_registry
+from concerto.agents.loader import load_registry
 from concerto.contracts.common import ErrorKind
 from concerto.mcp.client import MCPServer
 from concerto.packs.city.datetime_agent import DateTimeAgent

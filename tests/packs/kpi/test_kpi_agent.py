@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from concerto.agents.base import AgentContext, AgentFailure, AgentResult
-from concerto.agents.registry import load_registry
+from concerto.agents.loader import load_registry
 from concerto.packs.kpi.agent import NO_DATA, KPIAgent
 from concerto.packs.kpi.formats import KPIQuery
 from concerto.packs.kpi.interpret import interpret

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from concerto.agents.registry import load_registry
+from concerto.agents.loader import load_registry
 from concerto.contracts.orchestrator import OrchestratorErrorResponse, OrchestratorOutput
 from concerto.orchestrator.engine import Orchestrator
 from concerto.resources import Resources

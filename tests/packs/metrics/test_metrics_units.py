@@ -293,7 +293,7 @@ def test_importing_the_pack_stays_light() -> None:
 
 
 def test_metrics_agent_registers_through_the_entry_point() -> None:
-    from concerto.agents.registry import load_registry
+    from concerto.agents.loader import load_registry
 
     registry = load_registry("metrics")
     assert registry.names() == ["metrics_agent"]

@@ -1,0 +1,57 @@
+"""The OpenAPI document says what the API really does: schemathesis generates requests from it
+(valid and invalid) and checks every answer against it, in process through the ASGI app.
+
+Two outcomes are part of the contract and configured as such: a well-formed question that no
+agent can answer is 422 with `classification_failed` (checked below, so a 422 for any other
+reason still fails), and a deadline that expires is 504 (`max_latency_ms`).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import schemathesis
+from hypothesis import HealthCheck, settings
+from schemathesis.config import SchemathesisConfig
+
+from concerto.agents.registry import AgentRegistry
+from concerto.orchestrator.engine import Orchestrator
+from concerto.server.app import create_app
+from concerto.settings import Settings
+from concerto.testing import fake_agent
+
+AGENTS = [
+    fake_agent("greeter", description="Says hello to people", examples=["say hello to me"]),
+    fake_agent("counter", description="Counts the words of a text", examples=["count the words of this"]),
+]
+_orchestrator = Orchestrator(
+    Settings(data_dir=Path(tempfile.mkdtemp(prefix="concerto-openapi-")), store_events=False),
+    registry=AgentRegistry(AGENTS),
+)
+CONFIG = SchemathesisConfig.from_dict(
+    {
+        "checks": {
+            "not_a_server_error": {"expected-statuses": ["2xx", "3xx", "4xx", "504"]},
+            "positive_data_acceptance": {"expected-statuses": ["2xx", "422", "504"]},
+        }
+    }
+)
+schema = schemathesis.openapi.from_asgi("/openapi.json", create_app(orchestrator=_orchestrator), config=CONFIG)
+
+
+@schemathesis.check
+def unanswerable_is_the_only_valid_422(ctx: Any, response: Any, case: Any) -> bool | None:
+    """A schema-valid request may be refused only because no agent can answer it."""
+    meta = case.meta
+    if meta is not None and meta.generation.mode.is_positive and response.status_code == 422:
+        category = response.json().get("error_category")
+        assert category == "classification_failed", f"valid request refused as {category}: {response.text[:300]}"
+    return None
+
+
+@schema.parametrize()
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+def test_every_endpoint_keeps_its_documented_contract(case: Any) -> None:
+    case.call_and_validate(additional_checks=[unanswerable_is_the_only_valid_422])
