@@ -63,8 +63,9 @@ def input_values(options: dict[str, Any]) -> dict[str, Any]:
     """The `OrchestratorInput` fields the user gave (unset options are left to the model's defaults)."""
     from concerto.contracts.orchestrator import OrchestratorInput
 
+    structured = OrchestratorInput.structured_fields()
     values: dict[str, Any] = {}
-    for name, field in OrchestratorInput.model_fields.items():
+    for name in OrchestratorInput.model_fields:
         value = options.get(name)
         if value is None or value == ():
             continue
@@ -72,7 +73,7 @@ def input_values(options: dict[str, Any]) -> dict[str, Any]:
             value = dict(_pair(item) for item in value)
         elif isinstance(value, tuple):
             value = list(value)
-        elif _structured(field.annotation) and isinstance(value, str):
+        elif name in structured and isinstance(value, str):
             value = _json(value, FLAGS.get(name, name))
         values[name] = value
     return values
@@ -90,7 +91,7 @@ def _option(name: str, field: FieldInfo) -> dict[str, Any]:
         return {"multiple": True, "help": help_text, "metavar": "KEY=VALUE" if name == "parameters" else None}
     if kind is int:
         return {"type": int, "help": help_text}
-    if _structured(field.annotation):
+    if get_origin(kind) in (list, dict):
         return {"help": help_text, "metavar": "JSON"}
     return {"help": help_text}
 
@@ -101,10 +102,6 @@ def _unwrap(annotation: Any) -> Any:
         args = [a for a in get_args(annotation) if a is not type(None)]
         return args[0] if len(args) == 1 else annotation
     return annotation
-
-
-def _structured(annotation: Any) -> bool:
-    return get_origin(_unwrap(annotation)) in (list, dict)
 
 
 def _pair(item: str) -> tuple[str, Any]:

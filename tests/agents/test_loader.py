@@ -107,6 +107,9 @@ async def test_discovered_agents_join_the_orchestrator(install_plugin: Callable[
     assert result.intent_classification is not None
     assert result.intent_classification.entities_extracted == {"who": "you"}  # reported by the agent
     assert not any(f.pack == "lost" for f in orch.packs.failures)  # not selected, not run
+    async with Orchestrator(Settings(data_dir=tmp_path, store_events=False), packs=orch.packs) as again:
+        assert again.registry.names() == ["echo", "hello"]  # one loaded set serves several orchestrators
+    assert orch.packs.failures == []
 
     everything = Orchestrator(Settings(data_dir=tmp_path, store_events=False), packs=load_packs())
     await everything.start()

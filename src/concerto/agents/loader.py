@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
@@ -69,10 +69,10 @@ class Packs:
         self.packs = list(packs)
         self.failures = list(failures)
         self.selection = Selection(agents)
-        self._registry: AgentRegistry | None = None
+        self._selected: list[type[Agent]] | None = None
         self._known: set[str] = set()
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[Pack]:
         return iter(self.packs)
 
     @property
@@ -87,11 +87,12 @@ class Packs:
             self.failures.append(failure)
 
     def registry(self) -> AgentRegistry:
-        """The selected static agents of every pack (built once)."""
-        if self._registry is not None:
-            return self._registry
+        """A new registry of the selected static agents of every pack (resolved once): each
+        orchestrator adds its own discovered agents to its own."""
         from concerto.agents.registry import AgentRegistry, RegistryError
 
+        if self._selected is not None:
+            return AgentRegistry(self._selected)
         registry = AgentRegistry()
         self._known = set(self.names)
         for pack in self.packs:
@@ -112,7 +113,7 @@ class Packs:
                         registry.register(cls)
                     except RegistryError as exc:
                         self.fail(pack.name, "agents", exc)
-        self._registry = registry
+        self._selected = [registry.get(name) for name in registry.names()]
         return registry
 
     async def discover(self, settings: Settings) -> list[type[Agent]]:

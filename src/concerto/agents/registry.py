@@ -56,10 +56,6 @@ class AgentRegistry:
     def infos(self) -> list[AgentInfo]:
         return [cls.info for cls in self._agents.values()]
 
-    def subset(self, allowed: set[str]) -> AgentRegistry:
-        """Agents whose name or pack is in `allowed`."""
-        return AgentRegistry(cls for cls in self._agents.values() if {cls.info.name, cls.info.pack} & allowed)
-
 
 _registered: list[type[Agent]] = []
 

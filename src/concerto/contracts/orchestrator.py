@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.json_schema import JsonDict
@@ -96,6 +96,17 @@ class OrchestratorInput(BaseAgentInput):
             if key in RESERVED_PAYLOAD_KEYS:
                 raise ValueError(f"'{key}' is set by the orchestrator and cannot be a parameter")
         return value
+
+    @classmethod
+    def structured_fields(cls) -> set[str]:
+        """Fields holding a list or a map: a URL query or a command-line flag cannot carry
+        them as a single value."""
+        out = set()
+        for name, field in cls.model_fields.items():
+            kinds = [a for a in get_args(field.annotation) if a is not type(None)] or [field.annotation]
+            if any(get_origin(k) in (list, dict) for k in kinds):
+                out.add(name)
+        return out
 
     def payload_parameters(self) -> dict[str, Any]:
         """What this question adds to every task's payload: its parameters, then source,

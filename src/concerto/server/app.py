@@ -88,8 +88,9 @@ def _stream_query_model() -> type[BaseModel]:
         "query": (str, Field(..., alias="q", min_length=1, description="The question")),
         "now": (Now, None),
     }
+    structured = OrchestratorInput.structured_fields()
     for name, field in OrchestratorInput.model_fields.items():
-        if name not in fields and "list" not in str(field.annotation) and "dict" not in str(field.annotation):
+        if name not in fields and name not in structured:
             fields[name] = (field.annotation, field)
     return create_model("StreamQuery", **fields)
 
