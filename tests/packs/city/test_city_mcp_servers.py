@@ -10,6 +10,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
+from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -17,7 +18,6 @@ from _services.ports import dead_url
 from _services.weather import Replay
 from concerto.mcp.errors import parse_tool_error
 from concerto.packs.city.models import DateTimeResult, EchoResult, WeatherResult
-from mcp import ClientSession, StdioServerParameters
 
 TRANSPORTS = ["stdio", "http"]
 
