@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
   echo ".venv/bin/python benchmarks/bench_metrics.py --output benchmarks/results/metrics.md   # starts its own Prometheus"
   echo "bash benchmarks/compose.sh                     # rebuilds this file"
   echo '```'
-  for part in engine city kpi metrics; do
+  for part in engine city kpi metrics packs; do
     f="benchmarks/results/$part.md"
     [ -f "$f" ] || continue
     echo
