@@ -170,3 +170,8 @@ def test_config_lists_every_pack_and_documents_them(run) -> None:  # type: ignor
     assert "CONCERTO_PROMETHEUS_URL=" in text and "CONCERTO_DATABASE_URL" not in text
     markdown = run("config", "--markdown").output
     assert markdown.startswith("| variable | default | meaning |") and "| **metrics** | | |" in markdown
+
+
+def test_bounds_of_the_contract_are_usage_errors(run) -> None:  # type: ignore[no-untyped-def]
+    r = run("ask", "echo: hi", "--max-latency-ms", "0")
+    assert r.exit_code == 2 and "1<=x<=3600000" in r.err

@@ -91,8 +91,8 @@ def main() -> None:
 def ask(question: str, as_json: bool, now: str | None, trace: bool, **fields: Any) -> None:
     """Ask a question and print the answer (exit code 1 if the query failed).
 
-    Every field of the input contract is an option (see --help); `--param KEY=VALUE`
-    passes anything else an agent reads from its payload.
+    Every field of the input contract (`OrchestratorInput`) is an option below;
+    `--param KEY=VALUE` passes anything else an agent reads from its payload.
 
     \b
     Examples:

@@ -90,10 +90,21 @@ def _option(name: str, field: FieldInfo) -> dict[str, Any]:
     if name == "parameters" or (get_origin(kind) is list and _unwrap(get_args(kind)[0]) is str):
         return {"multiple": True, "help": help_text, "metavar": "KEY=VALUE" if name == "parameters" else None}
     if kind is int:
-        return {"type": int, "help": help_text}
+        return {"type": _int_range(field), "help": help_text}
     if get_origin(kind) in (list, dict):
         return {"help": help_text, "metavar": "JSON"}
     return {"help": help_text}
+
+
+def _int_range(field: FieldInfo) -> click.IntRange:
+    """The field's bounds (`gt`, `ge`, `lt`, `le`) as a click type, so a bad value is a usage error."""
+    low = high = None
+    for bound in field.metadata:
+        low = getattr(bound, "ge", None) if getattr(bound, "ge", None) is not None else low
+        low = bound.gt + 1 if getattr(bound, "gt", None) is not None else low
+        high = getattr(bound, "le", None) if getattr(bound, "le", None) is not None else high
+        high = bound.lt - 1 if getattr(bound, "lt", None) is not None else high
+    return click.IntRange(min=low, max=high)
 
 
 def _unwrap(annotation: Any) -> Any:
