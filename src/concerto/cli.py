@@ -29,6 +29,14 @@ class _Cli(click.Group):
             type(self)._pack_commands = load_packs().commands()
         return self._pack_commands or {}
 
+    def invoke(self, ctx: click.Context) -> Any:
+        from concerto.settings import SettingsError
+
+        try:
+            return super().invoke(ctx)
+        except SettingsError as exc:  # a bad CONCERTO_* value: name it, no stack trace
+            raise click.ClickException(str(exc)) from None
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(set(super().list_commands(ctx)) | set(self._plugins()))
 
@@ -147,8 +155,9 @@ def agents(as_json: bool) -> None:
     from concerto.cli_render import render_agents, render_failures
     from concerto.settings import Settings
 
-    packs = load_packs(Settings().agents)
-    infos = packs.registry().infos()
+    settings = Settings()
+    packs = load_packs(settings.agents)
+    infos = packs.registry(settings).infos()
     if as_json:
         click.echo(json.dumps([i.model_dump() for i in infos], indent=2))
     else:

@@ -17,10 +17,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import Field, PrivateAttr, SecretStr, field_validator
+from pydantic import Field, PrivateAttr, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 S = TypeVar("S", bound="PackSettings")
+
+
+class SettingsError(ValueError):
+    """A setting whose value is not valid; the message names the variable and what is wrong."""
 
 
 def _default_data_dir() -> Path:
@@ -38,6 +42,17 @@ class _ConcertoSettings(BaseSettings):
         env_file_encoding="utf-8",
         extra="ignore",
     )
+
+    def __init__(self, **values: Any) -> None:
+        try:
+            super().__init__(**values)
+        except ValidationError as exc:
+            problems = []
+            for err in exc.errors():
+                name = str(err["loc"][0]) if err["loc"] else "?"
+                given = repr(err.get("input"))[:60]
+                problems.append(f"CONCERTO_{name.upper()}={given}: {err['msg'].removeprefix('Value error, ')}")
+            raise SettingsError("invalid setting " + "; ".join(problems)) from None
 
     def masked(self) -> dict[str, Any]:
         """Values as JSON-able data with secrets masked, for `concerto config`."""

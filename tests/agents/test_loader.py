@@ -167,3 +167,22 @@ def test_cli_and_health_report_a_broken_pack_and_ask_still_answers(tmp_path: Pat
     assert answered.returncode == 0, answered.stderr
     assert json.loads(answered.stdout)["response"] == 'Echo: "still here"'
     assert "pack 'broken' (import)" in answered.stderr  # the log line
+
+
+def test_a_bad_setting_names_the_variable_and_leaves_only_its_pack_out(tmp_path: Path) -> None:
+    env = {**os.environ, "CONCERTO_DATA_DIR": str(tmp_path), "CONCERTO_METRICS_TIMEOUT_S": "abc"}
+
+    def concerto(*args: str, **extra: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "concerto.cli", *args]
+        return subprocess.run(command, env={**env, **extra}, capture_output=True, text=True, timeout=120)
+
+    listed = concerto("agents", "--json")
+    names = [a["name"] for a in json.loads(listed.stdout)]
+    assert "echo" in names and "metrics_agent" not in names
+    assert "pack 'metrics' (settings)" in listed.stderr and "CONCERTO_METRICS_TIMEOUT_S='abc'" in listed.stderr
+    asked = json.loads(concerto("ask", "show CPU usage for the last hour", "--json").stdout)
+    assert "Not available: pack 'metrics' (settings)" in asked["error_message"]
+    for args in (("config",), ("ask", "echo: hi")):
+        core = concerto(*args, CONCERTO_MAX_CONCURRENCY="lots")
+        assert core.returncode == 1 and "Traceback" not in core.stderr
+        assert "invalid setting CONCERTO_MAX_CONCURRENCY='lots'" in core.stderr

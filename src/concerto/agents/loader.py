@@ -70,6 +70,7 @@ class Packs:
         self.failures = list(failures)
         self.selection = Selection(agents)
         self._selected: list[type[Agent]] | None = None
+        self._pack_of: dict[type[Agent], str] = {}
         self._known: set[str] = set()
 
     def __iter__(self) -> Iterator[Pack]:
@@ -86,13 +87,18 @@ class Packs:
             log.warning("%s", failure)
             self.failures.append(failure)
 
-    def registry(self) -> AgentRegistry:
+    def registry(self, settings: Settings | None = None) -> AgentRegistry:
         """A new registry of the selected static agents of every pack (resolved once): each
-        orchestrator adds its own discovered agents to its own."""
+        orchestrator adds its own discovered agents to its own.
+
+        With `settings`, a pack whose own settings are invalid (a bad `CONCERTO_*` value) is
+        reported and its agents left out, as if it had failed to load.
+        """
         from concerto.agents.registry import AgentRegistry, RegistryError
 
+        misconfigured = self._misconfigured(settings) if settings is not None else set()
         if self._selected is not None:
-            return AgentRegistry(self._selected)
+            return AgentRegistry(c for c in self._selected if self._pack_of[c] not in misconfigured)
         registry = AgentRegistry()
         self._known = set(self.names)
         for pack in self.packs:
@@ -111,10 +117,24 @@ class Packs:
                 if self.selection.allows(cls.info, pack.name):
                     try:
                         registry.register(cls)
+                        self._pack_of[cls] = pack.name
                     except RegistryError as exc:
                         self.fail(pack.name, "agents", exc)
         self._selected = [registry.get(name) for name in registry.names()]
-        return registry
+        return AgentRegistry(c for c in self._selected if self._pack_of[c] not in misconfigured)
+
+    def _misconfigured(self, settings: Settings) -> set[str]:
+        """Packs whose settings do not validate with the environment `settings` reads."""
+        from concerto.settings import SettingsError
+
+        bad = set()
+        for pack, cls in self.settings_classes():
+            try:
+                cls.of(settings)
+            except SettingsError as exc:
+                self.fail(pack, "settings", exc)
+                bad.add(pack)
+        return bad
 
     async def discover(self, settings: Settings) -> list[type[Agent]]:
         """Agents the packs find at run time (their `discover` hooks), selected."""

@@ -64,7 +64,7 @@ class Orchestrator:
         if packs is None:
             packs = load_packs(self.settings.agents) if registry is None else Packs()
         self.packs = packs
-        self.registry = registry if registry is not None else packs.registry()
+        self.registry = registry if registry is not None else packs.registry(self.settings)
         self.resources = resources or Resources(self.settings)
         self.llm = llm if llm is not None else _llm_from_settings(self.settings)
         self._agents: dict[str, Agent] = {}
@@ -350,11 +350,14 @@ class Orchestrator:
 
     def _no_match_message(self) -> str:
         kinds = "; ".join(f"{i.name}: {i.description}" for i in self.registry.infos())
-        return (
+        message = (
             f"No agent can answer that question. I can answer questions like these — {kinds}"
             if kinds
             else "No agents are loaded (check CONCERTO_AGENTS)."
         )
+        if self.packs.failures:  # what might have answered, and why it is not there
+            message += " Not available: " + "; ".join(str(f) for f in self.packs.failures)
+        return message
 
     def _error(
         self,
