@@ -1,0 +1,146 @@
+"""The embedded store: one DuckDB file per source in `<data dir>/sources/`, with its data
+context beside it as JSON.
+
+A file per source keeps writing and reading apart: a load writes a new file and renames
+it into place, while queries run on a read-only connection to each file, locked so that
+no statement can reach the file system or change the settings (`enable_external_access`
+off, then `lock_configuration`: DEPENDENCIES.md shows `read_only` alone still runs
+`COPY ... TO` and `read_csv('/etc/passwd')`). Each query runs on its own cursor and is
+interrupted at the time limit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, ClassVar
+
+import duckdb
+
+from concerto.data.context import DataContext, ProfileOverrides
+from concerto.data.load import LoadError, read_file
+from concerto.data.profile import profile_table
+from concerto.data.store import QueryFailed, SourceError, Store, source_name
+
+
+class DuckDBStore(Store):
+    """Sources as DuckDB files under `root`."""
+
+    dialect: ClassVar[str] = "duckdb"
+
+    def __init__(self, root: Path, **limits: Any) -> None:
+        super().__init__(**limits)
+        self.root = Path(root)
+        self._lock = threading.Lock()
+        self._readers: dict[str, tuple[int, duckdb.DuckDBPyConnection]] = {}  # name → (file id, connection)
+
+    def _db(self, name: str) -> Path:
+        return self.root / f"{name}.duckdb"
+
+    def _meta(self, name: str) -> Path:
+        return self.root / f"{name}.json"
+
+    def contexts(self) -> list[DataContext]:
+        if not self.root.is_dir():
+            return []
+        found = []
+        for meta in self.root.glob("*.json"):
+            try:
+                found.append(DataContext.model_validate_json(meta.read_text(encoding="utf-8")))
+            except (OSError, ValueError):
+                continue  # a half-written or foreign file: not a source
+        return sorted(found, key=lambda c: (c.loaded_at, c.name))
+
+    def load(
+        self,
+        path: Path,
+        name: str,
+        *,
+        overrides: ProfileOverrides | None = None,
+        progress: Callable[[float], None] | None = None,
+    ) -> DataContext:
+        name = source_name(name)
+        self.root.mkdir(parents=True, exist_ok=True)
+        partial = self.root / f".{name}.{os.getpid()}.loading.duckdb"
+        partial.unlink(missing_ok=True)
+        try:
+            with duckdb.connect(str(partial)) as con:
+                notes = read_file(con, name, Path(path), max_bytes=self.max_file_bytes, progress=progress)
+                context = profile_table(
+                    con, name, name=name, file_name=Path(path).name, overrides=overrides, notes=notes
+                )
+            with self._lock:
+                self._forget(name)
+                os.replace(partial, self._db(name))
+                _write_atomically(self._meta(name), context.model_dump_json(indent=2))
+            return context
+        except (LoadError, SourceError):
+            raise
+        except duckdb.Error as exc:
+            raise LoadError(f"{Path(path).name} could not be loaded: {str(exc).splitlines()[0]}") from None
+        finally:
+            partial.unlink(missing_ok=True)
+            Path(f"{partial}.wal").unlink(missing_ok=True)
+
+    def drop(self, name: str) -> None:
+        context = self.context(name)
+        with self._lock:
+            self._forget(context.name)
+            self._meta(context.name).unlink(missing_ok=True)
+            self._db(context.name).unlink(missing_ok=True)
+
+    def _reader(self, name: str) -> duckdb.DuckDBPyConnection:
+        """The locked read-only connection to the source's file (reopened after a reload)."""
+        path = self._db(name)
+        try:
+            file_id = path.stat().st_ino
+        except FileNotFoundError:
+            raise SourceError(f"the data source '{name}' was dropped") from None
+        with self._lock:
+            known = self._readers.get(name)
+            if known is not None and known[0] == file_id:
+                return known[1]
+            self._forget(name)
+            con = duckdb.connect(str(path), read_only=True)
+            con.execute("SET enable_external_access=false")
+            con.execute("SET lock_configuration=true")
+            self._readers[name] = (file_id, con)
+            return con
+
+    def _run(self, context: DataContext, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+        cursor = self._reader(context.name).cursor()
+        timer = threading.Timer(self.timeout_s, cursor.interrupt)
+        timer.start()
+        try:
+            cursor.execute(sql)
+            columns = [d[0] for d in cursor.description or []]
+            return columns, cursor.fetchall()
+        except duckdb.InterruptException:
+            raise QueryFailed(
+                f"the query did not finish within {self.timeout_s:g} s (CONCERTO_DATA_QUERY_TIMEOUT_S)"
+            ) from None
+        except duckdb.Error as exc:
+            raise QueryFailed(str(exc).splitlines()[0]) from None
+        finally:
+            timer.cancel()
+            cursor.close()
+
+    def _forget(self, name: str) -> None:
+        known = self._readers.pop(name, None)
+        if known is not None:
+            with contextlib.suppress(duckdb.Error):
+                known[1].close()
+
+    def close(self) -> None:
+        with self._lock:
+            for name in list(self._readers):
+                self._forget(name)
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    partial = path.with_suffix(".json.tmp")
+    partial.write_text(text, encoding="utf-8")
+    os.replace(partial, path)

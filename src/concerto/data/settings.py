@@ -1,0 +1,18 @@
+"""Settings of the data-source layer: where tables live and the limits every query runs under."""
+
+from __future__ import annotations
+
+from pydantic import Field, SecretStr
+
+from concerto.settings import PackSettings
+
+
+class DataSettings(PackSettings):
+    """Read from `CONCERTO_DATABASE_URL` and `CONCERTO_DATA_*`."""
+
+    database_url: SecretStr | None = Field(
+        None, description="PostgreSQL URL for loaded tables, e.g. postgresql://user:pw@host/db (default: DuckDB files)"
+    )
+    data_max_file_mb: int = Field(1024, ge=1, description="Largest file `concerto data load` or an upload accepts")
+    data_row_cap: int = Field(10000, ge=1, le=1_000_000, description="Rows one query returns at most")
+    data_query_timeout_s: float = Field(10.0, gt=0, le=600, description="Time limit of one query")

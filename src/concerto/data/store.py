@@ -1,0 +1,179 @@
+"""Where loaded sources live and how a checked query runs on them: the one interface of the
+DuckDB store (default, a file per source in the data dir) and the PostgreSQL one
+(`CONCERTO_DATABASE_URL`). Agents see only this; the dialect is the store's.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import BaseModel, Field
+from sqlglot import exp
+
+from concerto.data.context import DataContext, ProfileOverrides
+from concerto.data.safety import check_query
+
+if TYPE_CHECKING:
+    from concerto.resources import Resources
+    from concerto.settings import Settings
+
+NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
+DEMO = "demo"
+
+
+class SourceError(LookupError):
+    """A source that does not exist, or a name that cannot be one; the message says which exist."""
+
+
+class QueryFailed(RuntimeError):
+    """A checked query the database refused or stopped (time limit); the message is the database's."""
+
+
+class QueryResult(BaseModel):
+    """Rows of one query as JSON-able dicts, with what produced them."""
+
+    sql: str
+    columns: list[str]
+    data: list[dict[str, Any]]
+    row_count: int
+    truncated: bool = Field(False, description="More rows existed than the row cap")
+    duration_ms: float = 0.0
+
+
+def source_name(text: str) -> str:
+    """A valid source name from a file stem or a user's choice (lower snake case)."""
+    from concerto.data.context import logical_name
+
+    name = logical_name(text)[:63]
+    if not NAME.match(name):
+        raise SourceError(f"'{text}' cannot name a source; use letters, digits and '_'")
+    return name
+
+
+class Store(ABC):
+    """Sources of one backend. Thread-safe: agents run queries from worker threads."""
+
+    dialect: ClassVar[str]
+
+    def __init__(self, *, row_cap: int, timeout_s: float, max_file_bytes: int) -> None:
+        self.row_cap = row_cap
+        self.timeout_s = timeout_s
+        self.max_file_bytes = max_file_bytes
+
+    @abstractmethod
+    def contexts(self) -> list[DataContext]:
+        """Every loaded source, oldest first."""
+
+    def context(self, name: str) -> DataContext:
+        for found in self.contexts():
+            if found.name == name or found.data_source_id == name:
+                return found
+        known = ", ".join(c.name for c in self.contexts()) or "none yet (concerto data load FILE)"
+        raise SourceError(f"no data source named '{name}'; loaded: {known}")
+
+    def choose(self, name: str | None = None) -> DataContext:
+        """The source a question is about: the one named, else the only one the user loaded,
+        else the demo (loaded on first use, so every agent answers on a fresh install)."""
+        if name:
+            return self.context(name)
+        loaded = self.contexts()
+        mine = [c for c in loaded if c.name != DEMO]
+        if len(mine) == 1:
+            return mine[0]
+        if len(mine) > 1:
+            names = ", ".join(c.name for c in mine)
+            raise SourceError(f"several data sources are loaded ({names}); say which with --source NAME")
+        demo = next((c for c in loaded if c.name == DEMO), None)
+        if demo is not None:
+            return demo
+        from concerto.data.demo import load_demo
+
+        return load_demo(self)
+
+    @abstractmethod
+    def load(
+        self,
+        path: Path,
+        name: str,
+        *,
+        overrides: ProfileOverrides | None = None,
+        progress: Callable[[float], None] | None = None,
+    ) -> DataContext:
+        """Read the file into a new source (replacing one of the same name) and profile it."""
+
+    @abstractmethod
+    def drop(self, name: str) -> None:
+        """Remove the source and its data."""
+
+    def query(self, context: DataContext, sql: str | exp.Expr) -> QueryResult:
+        """Check `sql` against the source (see safety.py), then run it under the row cap and time limit."""
+        schema = {context.table: {c: p.type for c, p in context.detected_types.items()}}
+        checked = check_query(sql, schema, dialect=self.dialect)
+        capped = self._capped(checked)
+        text = checked.sql(dialect=self.dialect)
+        started = time.perf_counter()
+        columns, rows = self._run(context, capped.sql(dialect=self.dialect))
+        truncated = len(rows) > self.row_cap
+        data = [dict(zip(columns, (_jsonable(v) for v in row), strict=True)) for row in rows[: self.row_cap]]
+        return QueryResult(
+            sql=text,
+            columns=columns,
+            data=data,
+            row_count=len(data),
+            truncated=truncated,
+            duration_ms=(time.perf_counter() - started) * 1000,
+        )
+
+    def _capped(self, query: exp.Query) -> exp.Query:
+        """The query with at most `row_cap + 1` rows (one more tells that rows were cut)."""
+        if isinstance(query, exp.Select):
+            limit = query.args.get("limit")
+            given = limit.expression if isinstance(limit, exp.Limit) else None
+            if isinstance(given, exp.Literal) and given.is_int and int(given.this) <= self.row_cap:
+                return query
+            return query.limit(self.row_cap + 1)
+        return exp.select("*").from_(query.subquery("q")).limit(self.row_cap + 1)
+
+    @abstractmethod
+    def _run(self, context: DataContext, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """Run already-checked SQL on a connection that cannot write or read files."""
+
+    def close(self) -> None:
+        """Release connections."""
+        return None
+
+
+def _jsonable(value: Any) -> Any:
+    from concerto.data.profile import _jsonable as convert
+
+    return convert(value)
+
+
+def store_for(settings: Settings, resources: Resources | None = None) -> Store:
+    """The configured store (PostgreSQL when `CONCERTO_DATABASE_URL` is set), shared via `resources`."""
+    from concerto.data.settings import DataSettings
+
+    data = DataSettings.of(settings)
+
+    def make() -> Store:
+        limits = {
+            "row_cap": data.data_row_cap,
+            "timeout_s": data.data_query_timeout_s,
+            "max_file_bytes": data.data_max_file_mb * 2**20,
+        }
+        if data.database_url:
+            from concerto.data.postgres_store import PostgresStore
+
+            return PostgresStore(data.database_url.get_secret_value(), **limits)
+        from concerto.data.duckdb_store import DuckDBStore
+
+        return DuckDBStore(Path(settings.data_dir) / "sources", **limits)
+
+    if resources is None:
+        return make()
+    return resources.get("data.store", make)
