@@ -193,12 +193,13 @@ def _entity_from(column: str) -> str | None:
 
 
 def _singular(word: str) -> str:
-    word = word.split("_")[-1] or "record"
-    if word.endswith("ies"):
+    """ "customers" → "customer": a plural source name says what a row is; anything else does not."""
+    word = word.split("_")[-1]
+    if len(word) > 4 and word.endswith("ies"):
         return word[:-3] + "y"
-    if word.endswith("s") and not word.endswith("ss"):
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
         return word[:-1]
-    return word
+    return "record"
 
 
 def _describe(column: str, p: ColumnProfile, rows: int) -> str:

@@ -46,13 +46,14 @@ class QueryResult(BaseModel):
 
 
 def source_name(text: str) -> str:
-    """A valid source name from a file stem or a user's choice (lower snake case)."""
-    from concerto.data.context import logical_name
-
-    name = logical_name(text)[:63]
-    if not NAME.match(name):
+    """A valid source name from a file stem or a user's choice: lower snake case, starting
+    with a letter ("Q3 Sales (final)" → q3_sales_final, "2024" → t_2024)."""
+    name = re.sub(r"[^0-9a-z]+", "_", text.strip().lower()).strip("_")
+    if name and name[0].isdigit():
+        name = f"t_{name}"
+    if not NAME.match(name[:63]):
         raise SourceError(f"'{text}' cannot name a source; use letters, digits and '_'")
-    return name
+    return name[:63]
 
 
 class Store(ABC):

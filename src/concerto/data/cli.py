@@ -1,0 +1,178 @@
+"""`concerto data ...`: load a file as a source, list the sources, show one's profile, drop one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+if TYPE_CHECKING:
+    from concerto.data.context import DataContext, ProfileOverrides
+    from concerto.data.store import Store
+
+
+def _store() -> Store:
+    from concerto.data.store import store_for
+    from concerto.settings import Settings
+
+    return store_for(Settings())
+
+
+def _fail(exc: Exception) -> click.ClickException:
+    return click.ClickException(str(exc))
+
+
+@click.group()
+def data() -> None:
+    """Data sources: tables loaded from your files, for the analytics agents to query."""
+
+
+@data.command("load")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--name", help="Source name (default: the file's name without extension).")
+@click.option(
+    "--describe",
+    "describe",
+    multiple=True,
+    metavar="COLUMN=TEXT",
+    help="Say what a column means (repeatable); overrides the detected description.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the data context as JSON.")
+def load(path: Path, name: str | None, describe: tuple[str, ...], as_json: bool) -> None:
+    """Load a CSV, TSV, Parquet, JSON or Excel file as a source (replacing one of the same name).
+
+    A `NAME.profile.yaml` beside the file (domain, entity_name, entity_key, time_column,
+    field_descriptions) corrects the detected profile; `--describe` wins over it.
+
+    \b
+    Examples:
+      concerto data load sales.csv
+      concerto data load q3.parquet --name sales --describe "amt=Invoice amount in euros"
+    """
+    from concerto.data.load import LoadError
+    from concerto.data.store import SourceError, source_name
+
+    try:
+        target = source_name(name or path.stem)
+        overrides = _overrides(path, target, describe)
+        store = _store()
+        context = _with_progress(lambda progress: store.load(path, target, overrides=overrides, progress=progress))
+    except (LoadError, SourceError, ValueError) as exc:
+        raise _fail(exc) from None
+    if as_json:
+        click.echo(context.model_dump_json(indent=2))
+        return
+    _print_context(context, heading=f"Loaded {path.name} as '{context.name}'")
+
+
+@data.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def list_sources(as_json: bool) -> None:
+    """List the loaded sources (name, rows, columns, file)."""
+    contexts = _store().contexts()
+    if as_json:
+        rows = [
+            {"name": c.name, "row_count": c.row_count, "columns": c.columns, "file_name": c.file_name} for c in contexts
+        ]
+        click.echo(json.dumps(rows, indent=2))
+        return
+    if not contexts:
+        click.echo("No data sources yet. Load one with: concerto data load FILE  (the demo loads on first question)")
+    for c in contexts:
+        click.echo(f"{c.name:<24} {c.row_count:>12,} rows  {len(c.columns):>3} columns  {c.file_name}")
+
+
+@data.command("show")
+@click.argument("name")
+@click.option("--json", "as_json", is_flag=True, help="Print the data context as JSON.")
+def show(name: str, as_json: bool) -> None:
+    """Show a source's data context: columns, types, samples, what each column means."""
+    from concerto.data.store import SourceError
+
+    try:
+        context = _store().context(name)
+    except SourceError as exc:
+        raise _fail(exc) from None
+    if as_json:
+        click.echo(context.model_dump_json(indent=2))
+        return
+    _print_context(context, heading=f"{context.name} ({context.file_name})")
+
+
+@data.command("drop")
+@click.argument("name")
+def drop(name: str) -> None:
+    """Remove a source and its data."""
+    from concerto.data.store import SourceError
+
+    try:
+        _store().drop(name)
+    except SourceError as exc:
+        raise _fail(exc) from None
+    click.echo(f"Dropped {name}.")
+
+
+def _overrides(path: Path, name: str, describe: tuple[str, ...]) -> ProfileOverrides:
+    """The sidecar `<name>.profile.yaml` (or `<file stem>.profile.yaml`), then `--describe` pairs."""
+    from concerto.data.context import ProfileOverrides
+
+    overrides = ProfileOverrides()
+    for sidecar in {path.with_name(f"{name}.profile.yaml"), path.with_name(f"{path.stem}.profile.yaml")}:
+        if sidecar.is_file():
+            overrides = overrides.merged(_read_sidecar(sidecar))
+    pairs = {}
+    for item in describe:
+        column, sep, text = item.partition("=")
+        if not sep or not column.strip() or not text.strip():
+            raise click.BadParameter(f"'{item}' is not COLUMN=TEXT", param_hint="--describe")
+        pairs[column.strip()] = text.strip()
+    return overrides.merged(ProfileOverrides(field_descriptions=pairs)) if pairs else overrides
+
+
+def _read_sidecar(path: Path) -> ProfileOverrides:
+    import yaml
+    from pydantic import ValidationError
+
+    from concerto.data.context import ProfileOverrides
+
+    try:
+        return ProfileOverrides.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")) or {})
+    except (OSError, yaml.YAMLError, ValidationError) as exc:
+        raise ValueError(f"{path.name} is not a valid profile: {str(exc).splitlines()[0]}") from None
+
+
+def _with_progress(work: Any) -> DataContext:
+    """Run the load with a progress bar on stderr (it disappears when done)."""
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        TextColumn("loading"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"), TimeElapsedColumn(),
+        console=Console(stderr=True), transient=True,
+    ) as bar:  # fmt: skip
+        task = bar.add_task("load", total=100)
+        context: DataContext = work(lambda done: bar.update(task, completed=done))
+    return context
+
+
+def _print_context(context: DataContext, heading: str) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    profile = context.semantic_profile
+    table = Table(
+        title=f"{heading}: {context.row_count:,} rows, one {profile.entity_name} per "
+        f"{profile.entity_key or 'row'}" + (f", over {profile.time_column}" if profile.time_column else "")
+    )
+    for col in ("column", "type", "kind", "nulls", "examples", "meaning"):
+        table.add_column(col)
+    for column in context.columns:
+        p = context.detected_types[column]
+        examples = ", ".join(str(v)[:20] for v in p.sample_values[:3])
+        table.add_row(column, p.type, p.role, f"{p.nulls:,}", examples, context.describe(column))
+    out = Console()
+    out.print(table)
+    for note in context.notes:
+        out.print(f"[yellow]note:[/yellow] {note}")

@@ -1,0 +1,10 @@
+"""The `data` pack: the data-source layer's settings and the `concerto data` command."""
+
+from concerto.agents.pack import Pack
+
+pack = Pack(
+    name="data",
+    description="Data sources: your files as tables (DuckDB files, or PostgreSQL) for the analytics agents.",
+    settings="concerto.data.settings:DataSettings",
+    commands={"data": "concerto.data.cli:data"},
+)

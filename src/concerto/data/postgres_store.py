@@ -1,0 +1,211 @@
+"""The PostgreSQL store (`CONCERTO_DATABASE_URL`): sources as tables of the schema `concerto`,
+their data contexts in `concerto.sources`.
+
+A file is read and profiled by DuckDB exactly as for the embedded store (same types,
+same profile, so the same answers), then streamed into PostgreSQL with `COPY ... FROM
+STDIN`. Queries run as the role `concerto_reader` (NOLOGIN, USAGE on the schema and
+SELECT on its tables, nothing else), each in a `READ ONLY` transaction with a local
+`statement_timeout`: DEPENDENCIES.md notes that a role's read-only defaults can be
+switched off with `SET`, so the grants are what enforce read-only, and the sqlglot check
+keeps `SET`, `RESET` and every second statement out before anything is sent.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, ClassVar
+
+import duckdb
+import psycopg
+from psycopg import sql as pgsql
+
+from concerto.data.context import DataContext, ProfileOverrides
+from concerto.data.load import LoadError, read_file
+from concerto.data.profile import profile_table
+from concerto.data.store import QueryFailed, SourceError, Store, source_name
+
+SCHEMA = "concerto"
+READER = "concerto_reader"
+_CHUNK = 1 << 20
+_TYPES = [
+    (re.compile(r"^(BIGINT|HUGEINT|UBIGINT|UINTEGER)"), "bigint"),
+    (re.compile(r"^(INTEGER|SMALLINT|TINYINT|USMALLINT|UTINYINT)"), "integer"),
+    (re.compile(r"^(DOUBLE|FLOAT|REAL)"), "double precision"),
+    (re.compile(r"^DECIMAL"), "numeric"),
+    (re.compile(r"^TIMESTAMP WITH TIME ZONE"), "timestamptz"),
+    (re.compile(r"^TIMESTAMP"), "timestamp"),
+    (re.compile(r"^DATE"), "date"),
+    (re.compile(r"^TIME"), "time"),
+    (re.compile(r"^BOOLEAN"), "boolean"),
+]
+
+
+class PostgresStore(Store):
+    """Sources in one PostgreSQL database."""
+
+    dialect: ClassVar[str] = "postgres"
+
+    def __init__(self, url: str, **limits: Any) -> None:
+        super().__init__(**limits)
+        self.url = url
+        self._local = threading.local()
+        self._opened: list[psycopg.Connection[Any]] = []
+        self._ready = False
+        self._setup_lock = threading.Lock()
+
+    def _connection(self) -> psycopg.Connection[Any]:
+        """This thread's connection (psycopg connections are not shared between threads)."""
+        con: psycopg.Connection[Any] | None = getattr(self._local, "con", None)
+        if con is None or con.closed:
+            try:
+                con = psycopg.connect(self.url, autocommit=True, connect_timeout=10)
+            except psycopg.Error as exc:
+                raise QueryFailed(f"cannot connect to PostgreSQL (CONCERTO_DATABASE_URL): {_first_line(exc)}") from None
+            self._local.con = con
+            with self._setup_lock:
+                self._opened.append(con)
+        if not self._ready:
+            self._setup(con)
+        return con
+
+    def _setup(self, con: psycopg.Connection[Any]) -> None:
+        """The schema, the catalog table and the read-only role, once per store."""
+        with self._setup_lock:
+            if self._ready:
+                return
+            try:
+                with con.transaction():
+                    con.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
+                    con.execute(
+                        f"CREATE TABLE IF NOT EXISTS {SCHEMA}.sources "
+                        "(name text PRIMARY KEY, context jsonb NOT NULL, loaded_at timestamptz NOT NULL)"
+                    )
+                    exists = con.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [READER]).fetchone()
+                    if not exists:
+                        con.execute(f"CREATE ROLE {READER} NOLOGIN")
+                    con.execute(f"GRANT USAGE ON SCHEMA {SCHEMA} TO {READER}")
+                    con.execute(f"GRANT {READER} TO CURRENT_USER")
+            except psycopg.Error as exc:
+                raise QueryFailed(
+                    f"cannot prepare PostgreSQL for Concerto ({_first_line(exc)}); the user of CONCERTO_DATABASE_URL "
+                    f"needs to create the schema {SCHEMA} and the NOLOGIN role {READER} (or have them made for it)"
+                ) from None
+            self._ready = True
+
+    def contexts(self) -> list[DataContext]:
+        rows = self._connection().execute(f"SELECT context FROM {SCHEMA}.sources ORDER BY loaded_at, name").fetchall()
+        return [DataContext.model_validate(row[0]) for row in rows]
+
+    def load(
+        self,
+        path: Path,
+        name: str,
+        *,
+        overrides: ProfileOverrides | None = None,
+        progress: Callable[[float], None] | None = None,
+    ) -> DataContext:
+        name = source_name(name)
+        path = Path(path)
+        with tempfile.TemporaryDirectory(prefix="concerto-pg-load-") as tmp, duckdb.connect() as duck:
+            try:
+                notes = read_file(duck, name, path, max_bytes=self.max_file_bytes, progress=progress)
+                context = profile_table(
+                    duck, name, name=name, file_name=path.name, backend="postgres", overrides=overrides, notes=notes
+                )
+                csv_path = Path(tmp) / "rows.csv"
+                duck.execute(f'COPY "{name}" TO $1 (FORMAT csv, HEADER true)', [str(csv_path)])
+            except duckdb.Error as exc:
+                raise LoadError(f"{path.name} could not be loaded: {_first_line(exc)}") from None
+            self._copy_in(context, csv_path)
+        return context
+
+    def _copy_in(self, context: DataContext, csv_path: Path) -> None:
+        """Create the table under a temporary name, stream the rows in, then swap it in."""
+        con = self._connection()
+        partial = f"{context.name}__loading_{os.getpid()}"
+        columns = pgsql.SQL(", ").join(
+            pgsql.SQL("{} {}").format(pgsql.Identifier(c), pgsql.SQL(_pg_type(p.type)))
+            for c, p in context.detected_types.items()
+        )
+        try:
+            with con.transaction():
+                con.execute(pgsql.SQL("DROP TABLE IF EXISTS {}").format(pgsql.Identifier(SCHEMA, partial)))
+                con.execute(pgsql.SQL("CREATE TABLE {} ({})").format(pgsql.Identifier(SCHEMA, partial), columns))
+                with (
+                    con.cursor() as cur,
+                    cur.copy(
+                        pgsql.SQL("COPY {} FROM STDIN (FORMAT csv, HEADER true)").format(
+                            pgsql.Identifier(SCHEMA, partial)
+                        )
+                    ) as copy,
+                    csv_path.open("rb") as rows,
+                ):
+                    while chunk := rows.read(_CHUNK):
+                        copy.write(chunk)
+                con.execute(pgsql.SQL("DROP TABLE IF EXISTS {}").format(pgsql.Identifier(SCHEMA, context.name)))
+                con.execute(
+                    pgsql.SQL("ALTER TABLE {} RENAME TO {}").format(
+                        pgsql.Identifier(SCHEMA, partial), pgsql.Identifier(context.name)
+                    )
+                )
+                con.execute(
+                    pgsql.SQL("GRANT SELECT ON {} TO {}").format(
+                        pgsql.Identifier(SCHEMA, context.name), pgsql.Identifier(READER)
+                    )
+                )
+                con.execute(
+                    f"INSERT INTO {SCHEMA}.sources (name, context, loaded_at) VALUES (%s, %s, %s) "
+                    "ON CONFLICT (name) DO UPDATE SET context = EXCLUDED.context, loaded_at = EXCLUDED.loaded_at",
+                    [context.name, context.model_dump_json(), context.loaded_at],
+                )
+        except psycopg.Error as exc:
+            raise LoadError(f"{context.file_name} could not be stored in PostgreSQL: {_first_line(exc)}") from None
+
+    def drop(self, name: str) -> None:
+        context = self.context(name)
+        con = self._connection()
+        with con.transaction():
+            con.execute(pgsql.SQL("DROP TABLE IF EXISTS {}").format(pgsql.Identifier(SCHEMA, context.name)))
+            con.execute(f"DELETE FROM {SCHEMA}.sources WHERE name = %s", [context.name])
+
+    def _run(self, context: DataContext, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+        con = self._connection()
+        timeout_ms = max(int(self.timeout_s * 1000), 1)
+        try:
+            with con.transaction(), con.cursor() as cur:
+                cur.execute("SET TRANSACTION READ ONLY")
+                cur.execute(pgsql.SQL("SET LOCAL ROLE {}").format(pgsql.Identifier(READER)))
+                cur.execute(pgsql.SQL("SET LOCAL statement_timeout = {}").format(pgsql.Literal(timeout_ms)))
+                cur.execute(pgsql.SQL("SET LOCAL search_path = {}").format(pgsql.Identifier(SCHEMA)))
+                cur.execute(sql)  # checked by safety.check_query: one SELECT over this source's table
+                columns = [d.name for d in cur.description or []]
+                return columns, cur.fetchall()
+        except psycopg.errors.QueryCanceled:
+            limit = f"{self.timeout_s:g} s (CONCERTO_DATA_QUERY_TIMEOUT_S)"
+            raise QueryFailed(f"the query did not finish within {limit}") from None
+        except psycopg.errors.UndefinedTable:
+            raise SourceError(f"the data source '{context.name}' was dropped") from None
+        except psycopg.Error as exc:
+            raise QueryFailed(_first_line(exc)) from None
+
+    def close(self) -> None:
+        with self._setup_lock:
+            opened, self._opened = self._opened, []
+        for con in opened:
+            con.close()
+
+
+def _pg_type(duckdb_type: str) -> str:
+    for pattern, pg in _TYPES:
+        if pattern.match(duckdb_type):
+            return pg
+    return "text"
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

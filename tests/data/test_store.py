@@ -1,0 +1,91 @@
+"""Both stores: load, profile, query under the row cap and time limit, reload, drop, the demo."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from concerto.data.context import ProfileOverrides
+from concerto.data.store import DEMO, QueryFailed, SourceError, Store
+
+from .conftest import write
+
+SALES = "id,region,amount,day\n" + "".join(
+    f"{i},{['East', 'West', 'North'][i % 3]},{i * 1.5},2024-{1 + i % 12:02d}-01\n" for i in range(1, 121)
+)
+
+
+def test_load_profile_and_query(store: Store, tmp_path: Path) -> None:
+    context = store.load(write(tmp_path, "sales.csv", SALES), "sales")
+    assert (context.name, context.row_count, context.columns) == ("sales", 120, ["id", "region", "amount", "day"])
+    roles = {c: p.role for c, p in context.detected_types.items()}
+    assert roles == {"id": "id", "region": "category", "amount": "money", "day": "time"}
+    assert context.semantic_profile.time_column == "day" and context.semantic_profile.entity_key == "id"
+    assert context.field_mappings["amount"].target == '"amount"'
+    result = store.query(context, "SELECT region, SUM(amount) AS total FROM sales GROUP BY region ORDER BY region")
+    totals = {r: sum(i * 1.5 for i in range(1, 121) if ["East", "West", "North"][i % 3] == r) for r in ("East", "West")}
+    assert [row["region"] for row in result.data] == ["East", "North", "West"]
+    assert result.data[0]["total"] == totals["East"] and result.data[2]["total"] == totals["West"]
+    assert store.contexts()[0].name == "sales" and store.context("sales") == context
+
+
+def test_rows_are_capped_and_the_cut_is_said(store: Store, tmp_path: Path) -> None:
+    context = store.load(write(tmp_path, "sales.csv", SALES), "sales")
+    capped = store.query(context, "SELECT id FROM sales ORDER BY id DESC")
+    assert capped.row_count == 50 and capped.truncated and capped.data[0] == {"id": 120}
+    small = store.query(context, "SELECT id FROM sales ORDER BY id LIMIT 3")
+    assert [r["id"] for r in small.data] == [1, 2, 3] and not small.truncated
+
+
+def test_a_slow_query_is_stopped_at_the_time_limit(store: Store, tmp_path: Path) -> None:
+    context = store.load(write(tmp_path, "sales.csv", SALES), "sales")
+    slow = (
+        "SELECT count(*) AS n FROM sales a CROSS JOIN sales b CROSS JOIN sales c CROSS JOIN sales d CROSS JOIN sales e"
+    )
+    with pytest.raises(QueryFailed, match="did not finish within 2 s"):
+        store.query(context, slow)
+
+
+def test_reload_replaces_and_drop_removes(store: Store, tmp_path: Path) -> None:
+    context = store.load(write(tmp_path, "sales.csv", SALES), "sales")
+    again = store.load(write(tmp_path, "fewer.csv", "id,region\n1,East\n"), "sales")
+    assert again.row_count == 1 and store.query(again, "SELECT count(*) AS n FROM sales").data == [{"n": 1}]
+    store.drop("sales")
+    with pytest.raises(SourceError, match="no data source named 'sales'"):
+        store.context("sales")
+    with pytest.raises(SourceError):
+        store.query(context, "SELECT count(*) AS n FROM sales")  # dropped while a question was planned
+
+
+def test_a_failed_load_leaves_the_existing_source_alone(store: Store, tmp_path: Path) -> None:
+    store.load(write(tmp_path, "sales.csv", SALES), "sales")
+    with pytest.raises(ValueError, match="line 3"):
+        store.load(write(tmp_path, "bad.csv", "a,b\n1,2\n3\n"), "sales")
+    assert store.context("sales").row_count == 120
+
+
+def test_overrides_and_what_they_name(store: Store, tmp_path: Path) -> None:
+    overrides = ProfileOverrides(
+        domain="retail", entity_name="store", field_descriptions={"amount": "Takings in euros", "nope": "x"}
+    )
+    context = store.load(write(tmp_path, "sales.csv", SALES), "sales", overrides=overrides)
+    assert context.semantic_profile.domain == "retail" and context.describe("amount") == "Takings in euros"
+    assert any("no column 'nope'" in n for n in context.notes)
+
+
+def test_the_demo_answers_on_a_fresh_install_and_yields_to_a_users_source(store: Store, tmp_path: Path) -> None:
+    demo = store.choose()
+    assert demo.name == DEMO and demo.row_count == 7200 and demo.semantic_profile.entity_key == "customer_id"
+    mine = store.load(write(tmp_path, "sales.csv", SALES), "sales")
+    assert store.choose() == mine and store.choose("demo").name == DEMO
+    store.load(write(tmp_path, "more.csv", SALES), "more")
+    with pytest.raises(SourceError, match=r"several data sources are loaded \(sales, more\)"):
+        store.choose()
+
+
+def test_names(store: Store, tmp_path: Path) -> None:
+    assert store.load(write(tmp_path, "Q3 Sales (final).csv", SALES), "Q3 Sales (final)").name == "q3_sales_final"
+    assert store.load(write(tmp_path, "2024.csv", SALES), "2024").name == "t_2024"
+    with pytest.raises(SourceError, match="cannot name a source"):
+        store.load(write(tmp_path, "x.csv", SALES), "!!!")
