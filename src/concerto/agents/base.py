@@ -85,6 +85,19 @@ class AgentFailure(Exception):
         self.output = output or {}
 
 
+@dataclass(frozen=True)
+class Holdings:
+    """What an agent holds right now (its data), offered to the router beside its declared
+    capabilities: a question that names one of `terms` (a table's column, a category value,
+    a KPI's name) can reach the agent even when its wording matches no capability well.
+
+    `key` changes whenever `terms` do (e.g. the ids of the loaded sources).
+    """
+
+    key: str
+    terms: tuple[str, ...] = ()
+
+
 Emit = Callable[..., Awaitable[None]]
 
 
@@ -115,6 +128,8 @@ class Agent(ABC):
     - `match_structured(text)`: the exact grammar this agent accepts (router step 1);
     - `prepare(request, context)`: the orchestrator side of the agent's contract, turning
       the question into the payload (e.g. natural language into the KPI query format);
+    - `holdings()`: what the agent holds now (loaded tables, KPI names), for routing;
+    - `ready()`: why the agent cannot answer at all right now (a precondition), or None;
     - `aclose()`: release connections when the orchestrator shuts down.
     """
 
@@ -135,6 +150,16 @@ class Agent(ABC):
     @abstractmethod
     async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
         """Answer one task. Raise `AgentFailure` for failures a user can act on."""
+
+    def holdings(self) -> Holdings | None:
+        """What this agent holds now, for data-aware routing; called on every routed question,
+        so it must be cheap (cache what it reads)."""
+        return None
+
+    def ready(self) -> str | None:
+        """None when the agent can answer; else why not (e.g. "no loaded source has embeddings").
+        An agent that is not ready is not offered to the router."""
+        return None
 
     async def aclose(self) -> None:
         """Release resources held by this agent (connections, subprocesses)."""

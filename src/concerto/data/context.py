@@ -40,6 +40,7 @@ class ColumnProfile(BaseModel):
     min: Any = None
     max: Any = None
     mean: float | None = None
+    categories: list[Any] = Field(default_factory=list, description="Every value, for a category column")
 
 
 class SemanticProfile(BaseModel):

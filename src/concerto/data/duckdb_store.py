@@ -36,6 +36,7 @@ class DuckDBStore(Store):
         self.root = Path(root)
         self._lock = threading.Lock()
         self._readers: dict[str, tuple[int, duckdb.DuckDBPyConnection]] = {}  # name → (file id, connection)
+        self._listed: tuple[int, list[DataContext]] | None = None  # (directory mtime, contexts)
 
     def _db(self, name: str) -> Path:
         return self.root / f"{name}.duckdb"
@@ -44,15 +45,23 @@ class DuckDBStore(Store):
         return self.root / f"{name}.json"
 
     def contexts(self) -> list[DataContext]:
-        if not self.root.is_dir():
+        """The sources, read again only when the directory changed (routing asks on every question)."""
+        try:
+            stamp = self.root.stat().st_mtime_ns
+        except FileNotFoundError:
             return []
+        listed = self._listed
+        if listed is not None and listed[0] == stamp:
+            return list(listed[1])
         found = []
         for meta in self.root.glob("*.json"):
             try:
                 found.append(DataContext.model_validate_json(meta.read_text(encoding="utf-8")))
             except (OSError, ValueError):
                 continue  # a half-written or foreign file: not a source
-        return sorted(found, key=lambda c: (c.loaded_at, c.name))
+        found.sort(key=lambda c: (c.loaded_at, c.name))
+        self._listed = (stamp, found)
+        return list(found)
 
     def load(
         self,

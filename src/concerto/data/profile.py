@@ -59,6 +59,7 @@ def profile_table(
         s = stats[column]
         samples = [_jsonable(v) for v in _samples(con, quoted, column)]
         role = _role(column, sql_type, s, rows)
+        categories = [_jsonable(v) for v in _categories(con, quoted, column)] if role == "category" else []
         detected[column] = ColumnProfile(
             type=sql_type,
             nullable=s["nulls"] > 0,
@@ -69,6 +70,7 @@ def profile_table(
             min=_jsonable(s["min"]),
             max=_jsonable(s["max"]),
             mean=s["mean"],
+            categories=categories,
         )
     profile = _semantic(name, detected, rows)
     profile.field_descriptions = {c: _describe(c, p, rows) for c, p in detected.items()}
@@ -149,6 +151,12 @@ def _samples(con: duckdb.DuckDBPyConnection, table: str, column: str) -> list[An
         f"SELECT {q} FROM {table} WHERE {q} IS NOT NULL GROUP BY {q} ORDER BY count(*) DESC, {q} LIMIT {_SAMPLES}"
     ).fetchall()
     return [r[0] for r in rows]
+
+
+def _categories(con: duckdb.DuckDBPyConnection, table: str, column: str) -> list[Any]:
+    q = _quote(column)
+    rows = con.execute(f"SELECT DISTINCT {q} FROM {table} WHERE {q} IS NOT NULL ORDER BY {q} LIMIT {_CATEGORY_MAX}")
+    return [r[0] for r in rows.fetchall()]
 
 
 def _role(column: str, sql_type: str, s: dict[str, Any], rows: int) -> Role:

@@ -20,12 +20,14 @@ from pydantic import BaseModel, Field
 from concerto.agents.base import Agent, AgentInfo
 from concerto.contracts.orchestrator import IntentClassification
 from concerto.llm.base import LLMClient, LLMError, Message, Usage
+from concerto.nlp.terms import named, stems
 from concerto.orchestrator.intents import IntentSpec
 from concerto.orchestrator.semantic import Match, SemanticIndex, Target, clauses
 
 log = logging.getLogger(__name__)
 
 AMBIGUITY_MARGIN = 0.03  # top two targets closer than this are "not confident"
+HELD_BOOST = 0.2  # how much more an agent scores when the question names something it holds
 
 
 @dataclass
@@ -114,10 +116,16 @@ class Router:
         if self.index is None or not self.index.targets:
             return _unmatched(0.0, "semantic", "no agents are loaded")
         parts = clauses(question)
-        ranked = self.index.rank_many([question, *parts] if len(parts) > 1 else [question])
+        texts = [question, *parts] if len(parts) > 1 else [question]
+        held, unready = self._held(texts), self._unready()
+        ranked = [_adjusted(r, h, unready) for r, h in zip(self.index.rank_many(texts), held, strict=True)]
         whole = ranked[0]
+        if not whole:
+            return _unmatched(0.0, "semantic", "no agent is ready to answer")
         chosen: list[Match] = [whole[0]] if whole[0].score >= self.threshold else []
         for clause_rank in ranked[1:]:
+            if not clause_rank:
+                continue
             top = clause_rank[0]
             if top.score >= self.threshold and top.name not in {m.name for m in chosen}:
                 chosen.append(top)
@@ -144,6 +152,23 @@ class Router:
             )
         return decision
 
+    def _held(self, texts: list[str]) -> list[dict[str, list[str]]]:
+        """Per text, the agents holding terms it names, and which terms (data-aware routing)."""
+        holdings = {name: agent.holdings() for name, agent in self.agents.items()}
+        out = []
+        for text in texts:
+            question = stems(text)
+            found: dict[str, list[str]] = {}
+            for name, held in holdings.items():
+                terms = [t for t in held.terms if named(question, t)] if held else []
+                if terms:
+                    found[name] = terms
+            out.append(found)
+        return out
+
+    def _unready(self) -> set[str]:
+        return {name for name, agent in self.agents.items() if agent.ready() is not None}
+
     def _expand(self, names: list[str]) -> list[str]:
         """Agents of the chosen targets (an intent stands for its agents), without repeats."""
         out: list[str] = []
@@ -156,10 +181,20 @@ class Router:
         from concerto.llm.structured import complete_structured
 
         assert self.llm is not None
-        catalogue = [
-            {"name": a.info.name, "description": a.info.description, "capabilities": a.info.capabilities}
-            for a in self.agents.values()
-        ]
+        unready = self._unready()
+        catalogue = []
+        for a in self.agents.values():
+            if a.info.name in unready:
+                continue
+            entry: dict[str, Any] = {
+                "name": a.info.name,
+                "description": a.info.description,
+                "capabilities": a.info.capabilities,
+            }
+            held = a.holdings()
+            if held and held.terms:
+                entry["holds"] = list(held.terms[:40])
+            catalogue.append(entry)
         intents = [{"intent": s.name, "description": s.description} for s in self.intents.values()]
         messages = [
             Message(
@@ -198,6 +233,14 @@ class Router:
                 reasoning=route.reasoning,
             )
         )
+
+
+def _adjusted(matches: list[Match], held: dict[str, list[str]], unready: set[str]) -> list[Match]:
+    """Matches with agents that hold a named term raised, and agents that are not ready left out."""
+    scored = [
+        Match(m.name, m.score + (HELD_BOOST if m.name in held else 0.0)) for m in matches if m.name not in unready
+    ]
+    return sorted(scored, key=lambda m: -m.score)
 
 
 def _unmatched(score: float, method: str, reason: str) -> RouteDecision:

@@ -82,7 +82,7 @@ class Synthesizer:
                     "Answered by " + ", ".join(f"{_label(r.agent)} in {r.total_latency_ms:.0f} ms" for r in ok) + "."
                 )
             elif who == "analyst" and len(findings) > len(sentences):
-                parts.append("Details: " + "; ".join(findings[len(sentences) :][:4]) + ".")
+                parts.append("Details: " + "; ".join(f.rstrip(".") for f in findings[len(sentences) :][:4]) + ".")
             text = " ".join(parts)
         return Synthesis(
             response=text,

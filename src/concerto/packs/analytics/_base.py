@@ -1,0 +1,281 @@
+"""What every analytics agent shares (004_*.txt's SQL Analytics pattern): the flow with its
+six transparency events, the data context, reading the question, running the planned
+queries through the store's safety check, and the spec's response structure.
+
+An agent is `plan()` (the queries its question types need, as sqlglot expressions) and
+`insights()` (findings computed from the results, with the numbers they rest on).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from sqlglot import exp
+
+from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentResult, Holdings
+from concerto.contracts.common import ErrorKind
+from concerto.contracts.events import EventType
+from concerto.data.safety import UnsafeQuery
+from concerto.data.store import QueryFailed, QueryResult, SourceError, Store, store_for
+from concerto.packs.analytics.reading import Reading, read
+
+if TYPE_CHECKING:
+    from concerto.data.context import DataContext
+
+Chart = Literal["bar", "line", "pie", "table", "scatter"]
+_VALUE_LIMIT = 5000  # distinct values fetched per column for matching names in questions
+
+
+@dataclass
+class Planned:
+    """One query an agent means to run, and what it answers."""
+
+    purpose: str
+    query: exp.Query
+    chart: Chart = "table"
+    x: str | None = None
+    y: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Executed:
+    planned: Planned
+    result: QueryResult | None = None
+    error: str | None = None
+
+
+@dataclass
+class Insights:
+    summary: str
+    findings: list[str] = field(default_factory=list)
+    insights: list[str] = field(default_factory=list)
+    follow_ups: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Work:
+    """One question's state, passed to `plan` and `insights`."""
+
+    request: str
+    source: DataContext
+    reading: Reading
+    previous: list[dict[str, Any]]
+    context: AgentContext
+    values: dict[str, list[object]]
+
+
+class AnalyticsAgent(Agent):
+    """Base of the analytics agents: subclasses set `info` and implement `plan` and `insights`."""
+
+    needs_values: ClassVar[bool] = True
+
+    async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
+        started = time.perf_counter()
+        request = str(payload.get("request") or context.query.query)
+        await context.emit(EventType.RECEIVED, "Received request", {"request": request[:100]}, step=1)
+        await context.emit(EventType.THINKING, "Loading data context", {}, step=2)
+        store = store_for(context.settings, context.resources)
+        source = await self._source(store, payload)
+        values = await self._values(store, source) if self.needs_values else {}
+        similar = await asyncio.to_thread(self._similarity, request, source)
+        reading = read(request, source, values, similar=similar)
+        work = Work(request, source, reading, list(payload.get("previous_results") or []), context, values)
+        await context.emit(
+            EventType.THINKING,
+            "Analyzing and planning",
+            {"source": source.name, "measures": reading.measures, "dimensions": reading.dimensions},
+            step=3,
+        )
+        planned = self.plan(work)
+        await context.emit(EventType.ACTION, "Executing queries", {"count": len(planned)}, step=4)
+        executed = [await self._execute(store, source, p, context) for p in planned]
+        done = [e for e in executed if e.result is not None]
+        if planned and not done:
+            raise AgentFailure(
+                "None of the queries could run: " + "; ".join(e.error or "" for e in executed),
+                error_type="query_failed",
+                kind=ErrorKind.ERROR,
+            )
+        await context.emit(EventType.THINKING, "Synthesizing insights", {}, step=5)
+        found = self.insights(work, executed)
+        await context.emit(EventType.RESULT, "Analysis complete", {"summary": found.summary[:200]}, step=6)
+        return AgentResult(
+            output=self._output(work, executed, found, started),
+            summary=found.summary,
+            key_findings=found.findings,
+            follow_up_questions=found.follow_ups,
+            entities=self._entities(work),
+        )
+
+    # -- what subclasses provide -----------------------------------------------------------
+
+    def plan(self, work: Work) -> list[Planned]:
+        """The queries answering `work.request`; raise `AgentFailure` when none can."""
+        raise NotImplementedError
+
+    def insights(self, work: Work, executed: list[Executed]) -> Insights:
+        """Findings computed from the results, worded with their numbers."""
+        raise NotImplementedError
+
+    # -- what the router sees ----------------------------------------------------------------
+
+    def holdings(self) -> Holdings | None:
+        """The loaded sources' names, columns and category values (the demo's before it loads)."""
+        try:
+            contexts = store_for(self.settings, self.resources).contexts()
+        except (QueryFailed, SourceError):
+            return None
+        return holdings_of(contexts)
+
+    # -- shared steps ----------------------------------------------------------------------
+
+    async def _source(self, store: Store, payload: dict[str, Any]) -> DataContext:
+        name = payload.get("source") or payload.get("data_source_id")
+        try:
+            return await asyncio.to_thread(store.choose, str(name) if name else None)
+        except SourceError as exc:
+            raise AgentFailure(
+                str(exc),
+                error_type="source_not_found",
+                kind=ErrorKind.NOT_FOUND,
+                suggestion="See the loaded sources with `concerto data list`; load one with `concerto data load FILE`.",
+            ) from None
+        except QueryFailed as exc:  # the database itself (PostgreSQL down)
+            raise AgentFailure(str(exc), error_type="database_unavailable", kind=ErrorKind.UNAVAILABLE) from None
+
+    async def _values(self, store: Store, source: DataContext) -> dict[str, list[object]]:
+        """Distinct values of the category and label columns, once per source and orchestrator."""
+        key = f"analytics.values:{source.data_source_id}"
+        cached: dict[str, list[object]] | None = self.resources.get(key, lambda: None)
+        if cached is not None:
+            return cached
+        columns = [c for c in source.columns if source.detected_types[c].role in ("category", "label")]
+
+        def fetch() -> dict[str, list[object]]:
+            out: dict[str, list[object]] = {}
+            for column in columns:
+                q = exp.select(exp.column(column, quoted=True)).distinct()
+                q = q.from_(exp.to_table(source.table, quoted=True)).where(
+                    exp.column(column, quoted=True).is_(exp.null()).not_()
+                )
+                result = store.query(source, q.limit(_VALUE_LIMIT))
+                out[column] = [row[column] for row in result.data]
+            return out
+
+        found = await asyncio.to_thread(fetch)
+        self.resources.put(key, found)
+        return found
+
+    def _similarity(self, request: str, source: DataContext) -> dict[str, float]:
+        """Cosine similarity of the question to each measure column's description."""
+        measures = [c for c in source.columns if source.detected_types[c].role in ("money", "measure")]
+        if not measures:
+            return {}
+        embedder = self.resources.embedder
+        vectors = embedder.embed([request, *(source.describe(c) for c in measures)])
+        return {c: float(vectors[0] @ vectors[i + 1]) for i, c in enumerate(measures)}
+
+    async def _execute(self, store: Store, source: DataContext, planned: Planned, context: AgentContext) -> Executed:
+        try:
+            result = await asyncio.to_thread(store.query, source, planned.query)
+            return Executed(planned, result)
+        except (UnsafeQuery, QueryFailed, SourceError) as exc:
+            await context.emit(
+                EventType.ERROR, f"Query refused or failed: {exc}"[:200], {"purpose": planned.purpose}, step=99
+            )
+            return Executed(planned, error=str(exc))
+
+    def _output(self, work: Work, executed: list[Executed], found: Insights, started: float) -> dict[str, Any]:
+        """The spec's AGENT RESPONSE STRUCTURE, with a declarative chart per result."""
+        results = []
+        for e in executed:
+            entry: dict[str, Any] = {"purpose": e.planned.purpose}
+            if e.result is not None:
+                entry |= {
+                    "data": e.result.data,
+                    "row_count": e.result.row_count,
+                    "columns": e.result.columns,
+                    "truncated": e.result.truncated,
+                    "chart": _chart(e.planned, e.result),
+                }
+            else:
+                entry |= {"data": [], "row_count": 0, "error": e.error}
+            results.append(entry)
+        first = next((e for e in executed if e.result is not None), None)
+        hint = first.planned.chart if first else "table"
+        return {
+            "source": work.source.name,
+            "results": results,
+            "insights": {
+                "summary": found.summary,
+                "findings": found.findings,
+                "insights": found.insights,
+                "visualization_hint": hint,
+            },
+            "queries_executed": [
+                {"sql": e.result.sql if e.result else e.planned.query.sql(), "purpose": e.planned.purpose}
+                for e in executed
+            ],
+            "visualization_hint": hint,
+            "metadata": {
+                "duration_ms": round((time.perf_counter() - started) * 1000, 1),
+                "queries_run": sum(1 for e in executed if e.result is not None),
+                "total_rows": sum(e.result.row_count for e in executed if e.result is not None),
+            },
+            "reading": {
+                "measures": work.reading.measures,
+                "dimensions": work.reading.dimensions,
+                "filters": {f.column: f.values for f in work.reading.filters},
+                "period": work.reading.period.text if work.reading.period else None,
+                "notes": work.reading.notes,
+            },
+        }
+
+    def _entities(self, work: Work) -> dict[str, Any]:
+        entities: dict[str, Any] = {"source": work.source.name}
+        if work.reading.measures:
+            entities["measure"] = work.reading.measures[0]
+        if work.reading.dimensions:
+            entities["dimension"] = work.reading.dimensions[0]
+        return entities
+
+
+# Single words too common to say a question is about the data ("what's the date").
+_GENERIC = frozenset("id name date time type value code key status number amount total count".split())
+
+
+def holdings_of(contexts: list[DataContext]) -> Holdings:
+    """Terms a question may name to mean the loaded data; the demo's, when nothing is loaded."""
+    if not contexts:
+        from concerto.data.demo import DEMO_PROFILE, INDUSTRIES, REGIONS, SEGMENTS
+
+        columns = list(DEMO_PROFILE["field_descriptions"])
+        return Holdings("demo-unloaded", _terms(["demo", "customer", *columns, *INDUSTRIES, *REGIONS, *SEGMENTS]))
+    terms: list[str] = []
+    for c in contexts:
+        terms += [c.name, c.semantic_profile.entity_name, *c.columns]
+        terms += [str(v) for p in c.detected_types.values() for v in p.categories]
+    return Holdings(",".join(c.data_source_id for c in contexts), _terms(terms))
+
+
+def _terms(names: list[str]) -> tuple[str, ...]:
+    from concerto.nlp.terms import words
+
+    out = []
+    for name in names:
+        term = " ".join(words(name.replace("_", " ")))
+        if term and not (" " not in term and (term in _GENERIC or len(term) < 3)) and term not in out:
+            out.append(term)
+    return tuple(out)
+
+
+def _chart(planned: Planned, result: QueryResult) -> dict[str, Any]:
+    """A declarative chart over the result's own columns; a table when the columns do not fit."""
+    x = planned.x if planned.x in result.columns else None
+    y = [c for c in planned.y if c in result.columns]
+    if planned.chart == "table" or x is None or not y:
+        return {"type": "table", "columns": result.columns}
+    return {"type": planned.chart, "x": x, "y": y}

@@ -1,0 +1,11 @@
+"""The analytics pack (004_*.txt): the spec's agents over the data sources of `concerto.data`."""
+
+from concerto.agents.pack import Pack
+
+pack = Pack(
+    name="analytics",
+    description="Questions about your own tables (CSV, Parquet, JSON, Excel), answered with read-only SQL.",
+    agents=[
+        "concerto.packs.analytics.sql_analytics:SQLAnalyticsAgent",
+    ],
+)

@@ -1,0 +1,112 @@
+"""Building queries as sqlglot expressions: identifiers are quoted by sqlglot and values are
+literals it renders, so nothing from the question or the data is pasted into SQL text.
+The same expression renders for DuckDB or PostgreSQL.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Any
+
+from sqlglot import exp
+
+from concerto.data.context import DataContext
+from concerto.packs.analytics.reading import Aggregate, Grain, Period, Reading
+
+_FUNCS: dict[Aggregate, type[exp.Func]] = {
+    "sum": exp.Sum,
+    "avg": exp.Avg,
+    "min": exp.Min,
+    "max": exp.Max,
+    "median": exp.Median,
+}
+
+
+def col(name: str, table: str | None = None) -> exp.Column:
+    return exp.column(name, table=table, quoted=True)
+
+
+def alias(name: str) -> exp.Identifier:
+    return exp.to_identifier(name, quoted=True)
+
+
+def literal(value: Any) -> exp.Expr:
+    """A value as a SQL literal (dates as DATE casts)."""
+    if value is None:
+        return exp.null()
+    if isinstance(value, bool):
+        return exp.Boolean(this=value)
+    if isinstance(value, int | float):
+        return exp.Literal.number(value)
+    if isinstance(value, date):
+        return exp.cast(exp.Literal.string(value.isoformat()), "DATE")
+    return exp.Literal.string(str(value))
+
+
+def aggregate(kind: Aggregate, column: str | None) -> exp.Expr:
+    if kind == "count" or column is None:
+        return exp.Count(this=exp.Star()) if column is None else exp.Count(this=col(column))
+    return _FUNCS[kind](this=col(column))
+
+
+def rounded(expression: exp.Expr, digits: int = 2) -> exp.Expr:
+    return exp.Round(this=exp.cast(expression, "DOUBLE"), decimals=exp.Literal.number(digits))
+
+
+def additive(context: DataContext, column: str) -> bool:
+    """Whether values add up over rows (money, counts) rather than average (scores, rates)."""
+    profile = context.detected_types[column]
+    return profile.role == "money" or "INT" in profile.type or profile.type.startswith("DECIMAL")
+
+
+def entity_measure(context: DataContext, column: str) -> Aggregate:
+    """How a measure rolls up over an entity's rows: sums for amounts, averages for scores."""
+    return "sum" if additive(context, column) else "avg"
+
+
+def where(reading: Reading, context: DataContext) -> exp.Expr | None:
+    """The question's filters and period as one condition."""
+    conditions: list[exp.Expr] = []
+    for f in reading.filters:
+        conditions.append(exp.In(this=col(f.column), expressions=[literal(v) for v in f.values]))
+    if reading.period and context.semantic_profile.time_column:
+        conditions.append(period_condition(context.semantic_profile.time_column, reading.period))
+    if not conditions:
+        return None
+    condition = conditions[0]
+    for more in conditions[1:]:
+        condition = exp.and_(condition, more)
+    return condition
+
+
+def period_condition(column: str, period: Period) -> exp.Expr:
+    return exp.Between(this=col(column), low=literal(period.start), high=literal(period.end))
+
+
+def bucket(column: str, grain: Grain) -> exp.Expr:
+    """The time column truncated to `grain`, as a DATE on both dialects."""
+    return exp.cast(exp.TimestampTrunc(this=col(column), unit=exp.var(grain.upper())), "DATE")
+
+
+def select_from(context: DataContext, *projections: exp.Expr) -> exp.Select:
+    return exp.select(*projections).from_(exp.to_table(context.table, quoted=True))
+
+
+def filtered(query: exp.Select, condition: exp.Expr | None) -> exp.Select:
+    return query.where(condition) if condition is not None else query
+
+
+def per_entity(context: DataContext, measures: list[str], condition: exp.Expr | None, *extra: str) -> exp.Select:
+    """One row per entity with each measure rolled up (and `extra` columns carried along).
+
+    Panel data (an entity over months) is summed or averaged per entity first; a table of
+    one row per entity passes through.
+    """
+    key = context.semantic_profile.entity_key
+    if key is None:
+        return filtered(select_from(context, *(col(c) for c in (*extra, *measures))), condition)
+    carried = [c for c in extra if c != key]
+    projections: list[exp.Expr] = [col(key)]
+    projections += [exp.alias_(exp.AnyValue(this=col(c)), alias(c)) for c in carried]
+    projections += [exp.alias_(aggregate(entity_measure(context, m), m), alias(m)) for m in measures]
+    return filtered(select_from(context, *projections), condition).group_by(col(key))

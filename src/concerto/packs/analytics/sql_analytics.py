@@ -1,0 +1,217 @@
+"""`sql_analytics` (004's reference agent): quantitative questions answered with one query.
+
+Query types: an aggregate of a measure (total, average, median, minimum, maximum, count)
+overall, by one or two categories, or over time; a count of entities; the top or bottom
+entities or groups by a measure; the rows that match the question's filters.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from concerto.agents.base import AgentFailure, AgentInfo
+from concerto.contracts.common import ErrorKind
+from concerto.packs.analytics import sql, words
+from concerto.packs.analytics._base import AnalyticsAgent, Executed, Insights, Planned, Work
+from concerto.packs.analytics.reading import Aggregate, default_measure
+
+_WORD: dict[Aggregate, str] = {
+    "sum": "total",
+    "avg": "average",
+    "median": "median",
+    "min": "minimum",
+    "max": "maximum",
+    "count": "count",
+}
+
+
+class SQLAnalyticsAgent(AnalyticsAgent):
+    """Totals, averages, counts, rankings and breakdowns of the loaded data."""
+
+    info = AgentInfo(
+        name="sql_analytics",
+        description=(
+            "Answers quantitative questions about a loaded table with SQL: totals, averages, counts, "
+            "minimums and maximums, broken down by category or over time, with rankings."
+        ),
+        capabilities=[
+            "Calculate totals, averages, medians, minimums and maximums of a numeric column",
+            "Break numbers down by a category column or by month, quarter or year",
+            "Count records or entities matching conditions",
+            "Rank groups or entities by a measure (top and bottom N)",
+            "Filter by category values and date ranges",
+        ],
+        inputs={
+            "request": "Natural language request from orchestrator",
+            "data_source_id": "ID of data source to analyze",
+            "context": "Additional context (optional)",
+            "previous_results": "Results from prior agents (optional)",
+        },
+        outputs={
+            "results": "Query results as structured data",
+            "insights": "Interpretation of the results",
+            "queries_executed": "SQL queries that were run",
+            "visualization_hint": "Suggested chart type",
+        },
+        examples=[
+            "total sales by region",
+            "average engagement score per segment",
+            "how many customers are in the West region?",
+            "top 10 customers by sales",
+            "monthly sales in 2024",
+        ],
+        default_timeout_ms=20000,
+    )
+
+    def plan(self, work: Work) -> list[Planned]:
+        r, source = work.reading, work.source
+        _refuse_unknown(work)
+        condition = sql.where(r, source)
+        key = source.semantic_profile.entity_key
+        if r.aggregate == "count" and not r.measures:
+            counted = exp.Count(this=exp.Distinct(expressions=[sql.col(key)])) if key else exp.Count(this=exp.Star())
+            name = f"{source.semantic_profile.entity_name}s" if key else "rows"
+            return [self._grouped(work, counted, name, condition, f"Count of {name}")]
+        measure = r.measure or default_measure(source)
+        if measure is None:
+            raise AgentFailure(
+                f"The source '{source.name}' has no numeric column to calculate with; its columns are "
+                f"{', '.join(source.columns)}.",
+                error_type="no_measure",
+                kind=ErrorKind.VALIDATION,
+            )
+        if not r.measure:
+            r.notes.append(f"no measure named; used {measure}")
+        kind: Aggregate = r.aggregate or ("sum" if sql.additive(source, measure) else "avg")
+        if kind == "count":
+            kind = "sum" if sql.additive(source, measure) else "avg"
+        value_name = f"{_WORD[kind]}_{measure}"
+        if r.top is not None or (kind in ("max", "min") and not r.dimensions and not r.grain):
+            return [self._ranked(work, measure, kind, value_name, condition)]
+        expression = sql.rounded(sql.aggregate(kind, measure))
+        return [self._grouped(work, expression, value_name, condition, f"{_WORD[kind]} {measure}")]
+
+    def _grouped(self, work: Work, value: exp.Expr, name: str, condition: exp.Expr | None, purpose: str) -> Planned:
+        """The value overall, by the question's categories, or per time bucket."""
+        r, source = work.reading, work.source
+        time_column = source.semantic_profile.time_column
+        if r.grain and time_column:
+            bucket = sql.bucket(time_column, r.grain)
+            query = sql.select_from(source, exp.alias_(bucket, sql.alias(r.grain)), exp.alias_(value, sql.alias(name)))
+            query = sql.filtered(query, condition).group_by(bucket.copy()).order_by(bucket.copy())
+            return Planned(f"{purpose} by {r.grain}", query, "line", r.grain, [name])
+        if r.dimensions:
+            dims = r.dimensions[:2]
+            query = sql.select_from(source, *(sql.col(d) for d in dims), exp.alias_(value, sql.alias(name)))
+            order = exp.Ordered(this=sql.col(name), desc=not r.ascending)
+            query = sql.filtered(query, condition).group_by(*(sql.col(d) for d in dims)).order_by(order)
+            return Planned(f"{purpose} by {', '.join(dims)}", query, "bar", dims[0], [name])
+        query = sql.filtered(sql.select_from(source, exp.alias_(value, sql.alias(name))), condition)
+        return Planned(purpose, query, "table")
+
+    def _ranked(self, work: Work, measure: str, kind: Aggregate, name: str, condition: exp.Expr | None) -> Planned:
+        """Top (or bottom) N groups, or entities when no category is named."""
+        r, source = work.reading, work.source
+        n = r.top or 1
+        label = _label_column(work)
+        if r.dimensions:
+            groups = [sql.col(d) for d in r.dimensions[:1]]
+            x = r.dimensions[0]
+            value = sql.aggregate(kind if kind not in ("max", "min") else sql.entity_measure(source, measure), measure)
+        elif source.semantic_profile.entity_key:
+            key = source.semantic_profile.entity_key
+            groups = [sql.col(key)] + ([sql.col(label)] if label else [])
+            x = label or key
+            value = sql.aggregate(sql.entity_measure(source, measure), measure)
+            name = f"{'total' if sql.additive(source, measure) else 'average'}_{measure}"
+        else:
+            groups, x = [], None
+            value = sql.col(measure)
+            name = measure
+        projections = [*groups, exp.alias_(sql.rounded(value), sql.alias(name))]
+        query = sql.filtered(sql.select_from(source, *projections), condition)
+        if groups and (r.dimensions or source.semantic_profile.entity_key):
+            query = query.group_by(*groups)
+        query = query.order_by(exp.Ordered(this=sql.col(name), desc=not r.ascending)).limit(n)
+        which = "bottom" if r.ascending else "top"
+        return Planned(f"{which} {n} by {measure}", query, "bar", x, [name])
+
+    def insights(self, work: Work, executed: list[Executed]) -> Insights:
+        e = executed[0]
+        assert e.result is not None
+        rows, planned = e.result.data, e.planned
+        scope = _scope(work)
+        if not rows:
+            return Insights(f"No rows match {scope or 'the question'}.", follow_ups=_follow_ups(work))
+        value_column = planned.y[0] if planned.y else e.result.columns[-1]
+        if planned.chart == "table" or planned.x is None:
+            value = rows[0][value_column]
+            summary = f"{words.label(value_column).capitalize()}: {words.number(value)}{scope}."
+            return Insights(summary, [summary], follow_ups=_follow_ups(work))
+        values = [float(r[value_column] or 0) for r in rows]
+        total = sum(values)
+        labels = [str(r[planned.x]) for r in rows]
+        if planned.chart == "line":
+            first, last = values[0], values[-1]
+            peak = max(range(len(values)), key=values.__getitem__)
+            summary = (
+                f"{words.label(value_column).capitalize()} went from {words.number(first)} ({labels[0]}) to "
+                f"{words.number(last)} ({labels[-1]}), {words.change(first, last)}{scope}."
+            )
+            findings = [summary, f"Peak: {words.number(values[peak])} in {labels[peak]} (n = {len(rows)} periods)."]
+            return Insights(summary, findings, follow_ups=_follow_ups(work))
+        verb = "is lowest" if work.reading.ascending else "leads"
+        lead = f"{labels[0]} {verb} with {words.number(values[0])}"
+        share = f" ({words.percent(values[0], total)} of the total)" if all(v >= 0 for v in values) else ""
+        summary = f"{words.label(value_column).capitalize()} by {words.label(planned.x)}: {lead}{share}{scope}."
+        findings = [summary]
+        if len(rows) > 1:
+            other = "highest" if work.reading.ascending else "lowest"
+            findings.append(f"{labels[-1]} is the {other} shown, with {words.number(values[-1])}.")
+            low, high = min(values), max(values)
+            if low > 0:
+                findings.append(f"The largest is {high / low:.1f}× the smallest (n = {len(rows)} groups).")
+        if e.result.truncated:
+            findings.append(f"Only the first {e.result.row_count} rows are shown.")
+        return Insights(summary, findings, follow_ups=_follow_ups(work))
+
+
+def _refuse_unknown(work: Work) -> None:
+    """A question about data the source does not have gets the columns it does have."""
+    r, source = work.reading, work.source
+    if r.unknown_terms and not r.measures and r.aggregate not in (None, "count"):
+        raise AgentFailure(
+            f"The source '{source.name}' has no column for '{' '.join(r.unknown_terms)}'. "
+            f"Its columns are: {', '.join(source.columns)}.",
+            error_type="unknown_column",
+            kind=ErrorKind.VALIDATION,
+            suggestion="Ask about one of: " + ", ".join(source.columns_with("money", "measure") or source.columns),
+            details={"unknown": r.unknown_terms, "columns": source.columns},
+        )
+
+
+def _label_column(work: Work) -> str | None:
+    """A readable name for the entities (company name beside the customer id)."""
+    source = work.source
+    labels = source.columns_with("label")
+    return labels[0] if labels else None
+
+
+def _scope(work: Work) -> str:
+    r = work.reading
+    parts = [f"{words.label(f.column)} {words.listing([str(v) for v in f.values])}" for f in r.filters]
+    if r.period:
+        parts.append(r.period.text)
+    return (" (" + "; ".join(parts) + ")") if parts else ""
+
+
+def _follow_ups(work: Work) -> list[str]:
+    source = work.source
+    categories = source.columns_with("category")
+    measure = work.reading.measure or default_measure(source) or "the numbers"
+    out = []
+    if categories:
+        out.append(f"{words.label(measure)} by {words.label(categories[0])}")
+    if source.semantic_profile.time_column:
+        out.append(f"monthly {words.label(measure)} trend")
+    return out[:2]

@@ -1,0 +1,40 @@
+"""Numbers and lists as the insights write them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def number(value: Any) -> str:
+    """1234567.8 → "1.23M", 45210.3 → "45,210", 12.345 → "12.35"."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return str(value)
+    size = abs(value)
+    if size >= 1e9:
+        return f"{value / 1e9:,.2f}B"
+    if size >= 1e6:
+        return f"{value / 1e6:,.2f}M"
+    if size >= 1e4 or float(value).is_integer():
+        return f"{value:,.0f}"
+    return f"{value:,.2f}"
+
+
+def percent(part: float, whole: float) -> str:
+    return f"{100 * part / whole:.1f}%" if whole else "n/a"
+
+
+def change(old: float, new: float) -> str:
+    """ "+15.2%" / "-3.0%" (or "n/a" from zero)."""
+    if not old:
+        return "n/a"
+    return f"{100 * (new - old) / abs(old):+.1f}%"
+
+
+def listing(items: list[str], limit: int = 4) -> str:
+    shown = items[:limit]
+    more = f" and {len(items) - limit} more" if len(items) > limit else ""
+    return ", ".join(shown) + more
+
+
+def label(column: str) -> str:
+    return column.replace("_", " ")
