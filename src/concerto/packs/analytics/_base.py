@@ -38,6 +38,7 @@ class Planned:
     chart: Chart = "table"
     x: str | None = None
     y: list[str] = field(default_factory=list)
+    kind: str = ""  # which of the agent's query types
 
 
 @dataclass
@@ -53,6 +54,15 @@ class Insights:
     findings: list[str] = field(default_factory=list)
     insights: list[str] = field(default_factory=list)
     follow_ups: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One of an agent's query types (004's "Query Types to Generate"), described in words the
+    question is compared with."""
+
+    name: str
+    description: str
 
 
 @dataclass
@@ -119,6 +129,19 @@ class AnalyticsAgent(Agent):
     def insights(self, work: Work, executed: list[Executed]) -> Insights:
         """Findings computed from the results, worded with their numbers."""
         raise NotImplementedError
+
+    def choose(self, work: Work, kinds: list[Kind], *, most: int = 2) -> list[Kind]:
+        """The query types closest in meaning to the question (embeddings, no keyword lists):
+        the best one, and the next ones that are nearly as close."""
+        vectors = self.resources.embedder.embed([work.request, *(k.description for k in kinds)])
+        scores = [float(vectors[0] @ vectors[i + 1]) for i in range(len(kinds))]
+        order = sorted(range(len(kinds)), key=lambda i: -scores[i])
+        best = scores[order[0]]
+        chosen = [kinds[i] for i in order[:most] if scores[i] >= best - 0.06]
+        work.reading.notes.append(
+            "query types: " + ", ".join(f"{kinds[i].name} {scores[i]:.2f}" for i in order[: max(most, 3)])
+        )
+        return chosen
 
     # -- what the router sees ----------------------------------------------------------------
 

@@ -7,5 +7,6 @@ pack = Pack(
     description="Questions about your own tables (CSV, Parquet, JSON, Excel), answered with read-only SQL.",
     agents=[
         "concerto.packs.analytics.sql_analytics:SQLAnalyticsAgent",
+        "concerto.packs.analytics.segmentation:SegmentationAgent",
     ],
 )

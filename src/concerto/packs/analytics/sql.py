@@ -5,6 +5,7 @@ The same expression renders for DuckDB or PostgreSQL.
 
 from __future__ import annotations
 
+import functools
 from datetime import date
 from typing import Any
 
@@ -110,3 +111,39 @@ def per_entity(context: DataContext, measures: list[str], condition: exp.Expr | 
     projections += [exp.alias_(exp.AnyValue(this=col(c)), alias(c)) for c in carried]
     projections += [exp.alias_(aggregate(entity_measure(context, m), m), alias(m)) for m in measures]
     return filtered(select_from(context, *projections), condition).group_by(col(key))
+
+
+def template(text: str, **parts: exp.Expr) -> exp.Query:
+    """A query from a SQL template (DuckDB syntax) whose `p_<name>` markers stand for columns,
+    tables or literals: each marker is replaced by the expression given for it, on the
+    parsed tree, so names are quoted and values are literals however they are spelled."""
+    tree = _parsed(text).copy()
+
+    def fill(node: exp.Expr) -> exp.Expr:
+        if isinstance(node, exp.Column | exp.Table) and not node.args.get("table") and node.name.startswith("p_"):
+            part = parts.get(node.name[2:])
+            if part is None:
+                raise KeyError(f"template marker {node.name} has no value")
+            return part.copy()
+        return node
+
+    filled = tree.transform(fill)
+    assert isinstance(filled, exp.Query)
+    return filled
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed(text: str) -> exp.Query:
+    import sqlglot
+
+    tree = sqlglot.parse_one(text, read="duckdb")
+    assert isinstance(tree, exp.Query), text
+    return tree
+
+
+def table(context: DataContext) -> exp.Table:
+    return exp.to_table(context.table, quoted=True)
+
+
+def condition_or_true(condition: exp.Expr | None) -> exp.Expr:
+    return condition if condition is not None else exp.true()
