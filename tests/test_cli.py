@@ -165,9 +165,9 @@ def test_bad_param_is_a_usage_error(run) -> None:  # type: ignore[no-untyped-def
 
 def test_config_lists_every_pack_and_documents_them(run) -> None:  # type: ignore[no-untyped-def]
     text = run("config").output
-    for owner in ("# core", "# city", "# kpi", "# mcp", "# metrics"):
+    for owner in ("# core", "# city", "# data", "# kpi", "# mcp", "# metrics"):
         assert owner in text
-    assert "CONCERTO_PROMETHEUS_URL=" in text and "CONCERTO_DATABASE_URL" not in text
+    assert "CONCERTO_PROMETHEUS_URL=" in text and "CONCERTO_DATABASE_URL=" in text
     markdown = run("config", "--markdown").output
     assert markdown.startswith("| variable | default | meaning |") and "| **metrics** | | |" in markdown
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from concerto.data.context import ProfileOverrides
+from concerto.data.sources import choose
 from concerto.data.store import DEMO, QueryFailed, SourceError, Store
 
 from .conftest import write
@@ -75,13 +76,13 @@ def test_overrides_and_what_they_name(store: Store, tmp_path: Path) -> None:
 
 
 def test_the_demo_answers_on_a_fresh_install_and_yields_to_a_users_source(store: Store, tmp_path: Path) -> None:
-    demo = store.choose()
+    demo = choose(store)
     assert demo.name == DEMO and demo.row_count == 7200 and demo.semantic_profile.entity_key == "customer_id"
     mine = store.load(write(tmp_path, "sales.csv", SALES), "sales")
-    assert store.choose() == mine and store.choose("demo").name == DEMO
+    assert choose(store) == mine and choose(store, "demo").name == DEMO
     store.load(write(tmp_path, "more.csv", SALES), "more")
     with pytest.raises(SourceError, match=r"several data sources are loaded \(sales, more\)"):
-        store.choose()
+        choose(store)
 
 
 def test_names(store: Store, tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 
 def _store() -> Store:
-    from concerto.data.store import store_for
+    from concerto.data.sources import store_for
     from concerto.settings import Settings
 
     return store_for(Settings())

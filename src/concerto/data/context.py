@@ -11,7 +11,8 @@ expression is the quoted column name.
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import date, datetime
+from decimal import Decimal
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -26,6 +27,19 @@ def logical_name(column: str) -> str:
     """A column's logical name: lower snake case ("Company Name" → company_name)."""
     name = _NOT_WORD.sub("_", column.strip().lower()).strip("_")
     return name if name and not name[0].isdigit() else f"col_{name}" if name else "col"
+
+
+def jsonable(value: Any) -> Any:
+    """Dates as ISO text, decimals as floats: what the data context stores as JSON."""
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return float(value)
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    if isinstance(value, int | float | str | bool) or value is None:
+        return value
+    return str(value)
 
 
 class ColumnProfile(BaseModel):

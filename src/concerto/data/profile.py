@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from datetime import UTC, date, datetime
-from decimal import Decimal
+from datetime import UTC, datetime
 from typing import Any
 
 import duckdb
@@ -24,6 +23,7 @@ from concerto.data.context import (
     ProfileOverrides,
     Role,
     SemanticProfile,
+    jsonable,
     logical_name,
 )
 
@@ -57,9 +57,9 @@ def profile_table(
     detected: dict[str, ColumnProfile] = {}
     for column, sql_type in types.items():
         s = stats[column]
-        samples = [_jsonable(v) for v in _samples(con, quoted, column)]
+        samples = [jsonable(v) for v in _samples(con, quoted, column)]
         role = _role(column, sql_type, s, rows)
-        categories = [_jsonable(v) for v in _categories(con, quoted, column)] if role == "category" else []
+        categories = [jsonable(v) for v in _categories(con, quoted, column)] if role == "category" else []
         detected[column] = ColumnProfile(
             type=sql_type,
             nullable=s["nulls"] > 0,
@@ -67,8 +67,8 @@ def profile_table(
             role=role,
             distinct=s["distinct"],
             nulls=s["nulls"],
-            min=_jsonable(s["min"]),
-            max=_jsonable(s["max"]),
+            min=jsonable(s["min"]),
+            max=jsonable(s["max"]),
             mean=s["mean"],
             categories=categories,
         )
@@ -233,19 +233,6 @@ def _describe(column: str, p: ColumnProfile, rows: int) -> str:
 
 def _number(value: Any) -> str:
     return f"{value:,.2f}".rstrip("0").rstrip(".") if isinstance(value, int | float) else str(value)
-
-
-def _jsonable(value: Any) -> Any:
-    """Dates as ISO text, decimals as floats: what the data context stores as JSON."""
-    if isinstance(value, datetime | date):
-        return value.isoformat()
-    if isinstance(value, Decimal):
-        return float(value)
-    if isinstance(value, bytes):
-        return value.decode("utf-8", errors="replace")
-    if isinstance(value, int | float | str | bool) or value is None:
-        return value
-    return str(value)
 
 
 def _quote(name: str) -> str:

@@ -1,6 +1,7 @@
 """Where loaded sources live and how a checked query runs on them: the one interface of the
 DuckDB store (default, a file per source in the data dir) and the PostgreSQL one
-(`CONCERTO_DATABASE_URL`). Agents see only this; the dialect is the store's.
+(`CONCERTO_DATABASE_URL`). Agents see only this; the dialect is the store's. Which store
+is configured, and which source a question is about, is `sources.py`.
 """
 
 from __future__ import annotations
@@ -10,17 +11,13 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field
 from sqlglot import exp
 
-from concerto.data.context import DataContext, ProfileOverrides
+from concerto.data.context import DataContext, ProfileOverrides, jsonable
 from concerto.data.safety import check_query
-
-if TYPE_CHECKING:
-    from concerto.resources import Resources
-    from concerto.settings import Settings
 
 NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
 DEMO = "demo"
@@ -77,25 +74,6 @@ class Store(ABC):
         known = ", ".join(c.name for c in self.contexts()) or "none yet (concerto data load FILE)"
         raise SourceError(f"no data source named '{name}'; loaded: {known}")
 
-    def choose(self, name: str | None = None) -> DataContext:
-        """The source a question is about: the one named, else the only one the user loaded,
-        else the demo (loaded on first use, so every agent answers on a fresh install)."""
-        if name:
-            return self.context(name)
-        loaded = self.contexts()
-        mine = [c for c in loaded if c.name != DEMO]
-        if len(mine) == 1:
-            return mine[0]
-        if len(mine) > 1:
-            names = ", ".join(c.name for c in mine)
-            raise SourceError(f"several data sources are loaded ({names}); say which with --source NAME")
-        demo = next((c for c in loaded if c.name == DEMO), None)
-        if demo is not None:
-            return demo
-        from concerto.data.demo import load_demo
-
-        return load_demo(self)
-
     @abstractmethod
     def load(
         self,
@@ -120,7 +98,7 @@ class Store(ABC):
         started = time.perf_counter()
         columns, rows = self._run(context, capped.sql(dialect=self.dialect))
         truncated = len(rows) > self.row_cap
-        data = [dict(zip(columns, (_jsonable(v) for v in row), strict=True)) for row in rows[: self.row_cap]]
+        data = [dict(zip(columns, (jsonable(v) for v in row), strict=True)) for row in rows[: self.row_cap]]
         return QueryResult(
             sql=text,
             columns=columns,
@@ -147,34 +125,3 @@ class Store(ABC):
     def close(self) -> None:
         """Release connections."""
         return None
-
-
-def _jsonable(value: Any) -> Any:
-    from concerto.data.profile import _jsonable as convert
-
-    return convert(value)
-
-
-def store_for(settings: Settings, resources: Resources | None = None) -> Store:
-    """The configured store (PostgreSQL when `CONCERTO_DATABASE_URL` is set), shared via `resources`."""
-    from concerto.data.settings import DataSettings
-
-    data = DataSettings.of(settings)
-
-    def make() -> Store:
-        limits = {
-            "row_cap": data.data_row_cap,
-            "timeout_s": data.data_query_timeout_s,
-            "max_file_bytes": data.data_max_file_mb * 2**20,
-        }
-        if data.database_url:
-            from concerto.data.postgres_store import PostgresStore
-
-            return PostgresStore(data.database_url.get_secret_value(), **limits)
-        from concerto.data.duckdb_store import DuckDBStore
-
-        return DuckDBStore(Path(settings.data_dir) / "sources", **limits)
-
-    if resources is None:
-        return make()
-    return resources.get("data.store", make)

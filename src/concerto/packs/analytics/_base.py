@@ -19,7 +19,8 @@ from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentResult,
 from concerto.contracts.common import ErrorKind
 from concerto.contracts.events import EventType
 from concerto.data.safety import UnsafeQuery
-from concerto.data.store import QueryFailed, QueryResult, SourceError, Store, store_for
+from concerto.data.sources import choose, store_for
+from concerto.data.store import QueryFailed, QueryResult, SourceError, Store
 from concerto.packs.analytics.reading import Reading, read
 
 if TYPE_CHECKING:
@@ -130,6 +131,22 @@ class AnalyticsAgent(Agent):
         """Findings computed from the results, worded with their numbers."""
         raise NotImplementedError
 
+    def measure(self, work: Work) -> str:
+        """The measure the question names, else the source's main one; a failure when it has none."""
+        from concerto.packs.analytics.reading import default_measure
+
+        found = work.reading.measure or default_measure(work.source)
+        if found is None:
+            raise AgentFailure(
+                f"The source '{work.source.name}' has no numeric column to analyze; its columns are "
+                f"{', '.join(work.source.columns)}.",
+                error_type="no_measure",
+                kind=ErrorKind.VALIDATION,
+            )
+        if not work.reading.measure:
+            work.reading.notes.append(f"no measure named; used {found}")
+        return found
+
     def choose(self, work: Work, kinds: list[Kind], *, most: int = 2) -> list[Kind]:
         """The query types closest in meaning to the question (embeddings, no keyword lists):
         the best one, and the next ones that are nearly as close."""
@@ -158,7 +175,7 @@ class AnalyticsAgent(Agent):
     async def _source(self, store: Store, payload: dict[str, Any]) -> DataContext:
         name = payload.get("source") or payload.get("data_source_id")
         try:
-            return await asyncio.to_thread(store.choose, str(name) if name else None)
+            return await asyncio.to_thread(choose, store, str(name) if name else None)
         except SourceError as exc:
             raise AgentFailure(
                 str(exc),

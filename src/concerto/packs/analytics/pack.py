@@ -8,5 +8,6 @@ pack = Pack(
     agents=[
         "concerto.packs.analytics.sql_analytics:SQLAnalyticsAgent",
         "concerto.packs.analytics.segmentation:SegmentationAgent",
+        "concerto.packs.analytics.pattern_recognition:PatternRecognitionAgent",
     ],
 )

@@ -11,8 +11,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from concerto.agents.base import AgentFailure, AgentInfo
-from concerto.contracts.common import ErrorKind
+from concerto.agents.base import AgentInfo
 from concerto.packs.analytics import sql, words
 from concerto.packs.analytics._base import AnalyticsAgent, Executed, Insights, Kind, Planned, Work
 from concerto.packs.analytics.reading import default_measure
@@ -53,13 +52,7 @@ class SegmentationAgent(AnalyticsAgent):
 
     def plan(self, work: Work) -> list[Planned]:
         source, r = work.source, work.reading
-        measure = r.measure or default_measure(source)
-        if measure is None:
-            raise AgentFailure(
-                f"The source '{source.name}' has no numeric column to tier by; its columns are {', '.join(source.columns)}.",
-                error_type="no_measure",
-                kind=ErrorKind.VALIDATION,
-            )
+        measure = self.measure(work)
         dimension = next(iter(r.dimensions), None) or next(iter(source.columns_with("category")), None)
         chosen = self.choose(work, KINDS)
         if dimension is None:

@@ -72,16 +72,7 @@ class SQLAnalyticsAgent(AnalyticsAgent):
             counted = exp.Count(this=exp.Distinct(expressions=[sql.col(key)])) if key else exp.Count(this=exp.Star())
             name = f"{source.semantic_profile.entity_name}s" if key else "rows"
             return [self._grouped(work, counted, name, condition, f"Count of {name}")]
-        measure = r.measure or default_measure(source)
-        if measure is None:
-            raise AgentFailure(
-                f"The source '{source.name}' has no numeric column to calculate with; its columns are "
-                f"{', '.join(source.columns)}.",
-                error_type="no_measure",
-                kind=ErrorKind.VALIDATION,
-            )
-        if not r.measure:
-            r.notes.append(f"no measure named; used {measure}")
+        measure = self.measure(work)
         kind: Aggregate = r.aggregate or ("sum" if sql.additive(source, measure) else "avg")
         if kind == "count":
             kind = "sum" if sql.additive(source, measure) else "avg"

@@ -1,0 +1,62 @@
+"""The configured store and the source a question is about.
+
+Kept apart from `store.py` (the interface) because it knows the implementations and the
+demo, which themselves build on the interface.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from concerto.data.store import DEMO, SourceError, Store
+
+if TYPE_CHECKING:
+    from concerto.data.context import DataContext
+    from concerto.resources import Resources
+    from concerto.settings import Settings
+
+
+def store_for(settings: Settings, resources: Resources | None = None) -> Store:
+    """The configured store (PostgreSQL when `CONCERTO_DATABASE_URL` is set), shared via `resources`."""
+    from concerto.data.settings import DataSettings
+
+    data = DataSettings.of(settings)
+
+    def make() -> Store:
+        limits = {
+            "row_cap": data.data_row_cap,
+            "timeout_s": data.data_query_timeout_s,
+            "max_file_bytes": data.data_max_file_mb * 2**20,
+        }
+        if data.database_url:
+            from concerto.data.postgres_store import PostgresStore
+
+            return PostgresStore(data.database_url.get_secret_value(), **limits)
+        from concerto.data.duckdb_store import DuckDBStore
+
+        return DuckDBStore(Path(settings.data_dir) / "sources", **limits)
+
+    if resources is None:
+        return make()
+    return resources.get("data.store", make)
+
+
+def choose(store: Store, name: str | None = None) -> DataContext:
+    """The source a question is about: the one named, else the only one the user loaded,
+    else the demo (loaded on first use, so every agent answers on a fresh install)."""
+    if name:
+        return store.context(name)
+    loaded = store.contexts()
+    mine = [c for c in loaded if c.name != DEMO]
+    if len(mine) == 1:
+        return mine[0]
+    if len(mine) > 1:
+        names = ", ".join(c.name for c in mine)
+        raise SourceError(f"several data sources are loaded ({names}); say which with --source NAME")
+    demo = next((c for c in loaded if c.name == DEMO), None)
+    if demo is not None:
+        return demo
+    from concerto.data.demo import load_demo
+
+    return load_demo(store)

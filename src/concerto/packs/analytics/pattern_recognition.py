@@ -1,0 +1,245 @@
+"""`pattern_recognition` (004): trends, anomalies, distributions, extremes and changes.
+
+Query types: the trend of a measure over time (with a least-squares slope), outliers
+beyond two standard deviations, the distribution (quartiles, skewness, the top decile's
+share), the top and bottom entities, and the change between the last two periods.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlglot import exp
+
+from concerto.agents.base import AgentInfo
+from concerto.packs.analytics import sql, words
+from concerto.packs.analytics._base import AnalyticsAgent, Executed, Insights, Kind, Planned, Work
+from concerto.packs.analytics.segmentation import entities
+
+TREND = Kind("trend", "trend over time: is it increasing, decreasing or stable, growth per month")
+OUTLIERS = Kind("outliers", "anomalies and outliers: unusual values far beyond the normal range")
+DISTRIBUTION = Kind("distribution", "distribution of values: spread, median, skew, concentration, percentiles")
+EXTREMES = Kind("extremes", "top performers and bottom performers, highest and lowest")
+CHANGE = Kind("change", "change between the latest period and the previous one, what increased or dropped")
+KINDS = [TREND, OUTLIERS, DISTRIBUTION, EXTREMES, CHANGE]
+
+
+class PatternRecognitionAgent(AnalyticsAgent):
+    """Trends, anomalies and distributions, each with the statistic it rests on."""
+
+    info = AgentInfo(
+        name="pattern_recognition",
+        description=(
+            "Finds patterns in a loaded table: trends over time, anomalies and outliers, how values are "
+            "distributed, the top and bottom performers, and changes from one period to the next."
+        ),
+        capabilities=[
+            "Detect trends over time (increasing, decreasing, stable, cyclical)",
+            "Identify anomalies and outliers (values beyond normal range)",
+            "Analyze statistical distributions (concentration, spread, skew)",
+            "Find top performers and bottom performers",
+            "Calculate period-over-period changes and growth rates",
+        ],
+        inputs={"request": "What to look for", "data_source_id": "Source to analyze", "previous_results": "Optional"},
+        outputs={"results": "Trend, outliers, distribution", "insights": "Patterns with their statistics"},
+        examples=[
+            "are sales trending up or down?",
+            "find anomalies in monthly sales",
+            "how are sales distributed across customers?",
+            "what changed last month compared with the month before?",
+        ],
+        default_timeout_ms=20000,
+    )
+
+    def plan(self, work: Work) -> list[Planned]:
+        measure = self.measure(work)
+        condition = sql.where(work.reading, work.source)
+        time_column = work.source.semantic_profile.time_column
+        chosen = self.choose(work, [k for k in KINDS if time_column or k not in (TREND, CHANGE)])
+        builders = {
+            TREND: _trend,
+            OUTLIERS: _outliers,
+            DISTRIBUTION: _distribution,
+            EXTREMES: _extremes,
+            CHANGE: _change,
+        }
+        return [builders[kind](work, measure, condition) for kind in chosen]
+
+    def insights(self, work: Work, executed: list[Executed]) -> Insights:
+        measure = words.label(work.reading.measure or self.measure(work))
+        entity = work.source.semantic_profile.entity_name
+        findings: list[str] = []
+        for e in executed:
+            if e.result is None or not e.result.data:
+                continue
+            rows = e.result.data
+            write = {
+                TREND.name: _trend_findings,
+                OUTLIERS.name: _outlier_findings,
+                DISTRIBUTION.name: _distribution_findings,
+                EXTREMES.name: _extreme_findings,
+                CHANGE.name: _change_findings,
+            }[e.planned.kind]
+            findings += write(rows, measure, entity)
+        summary = findings[0] if findings else "No pattern could be computed from the data."
+        return Insights(summary, findings, follow_ups=[f"which {entity}s drive the {measure} trend?"])
+
+
+def _time(work: Work) -> str:
+    column = work.source.semantic_profile.time_column
+    assert column is not None
+    return column
+
+
+def _trend(work: Work, measure: str, condition: exp.Expr | None) -> Planned:
+    grain = work.reading.grain or "month"
+    rollup = sql.aggregate(sql.entity_measure(work.source, measure), measure)
+    query = sql.template(
+        """WITH p AS (SELECT p_bucket AS period, p_rollup AS value FROM p_t WHERE p_cond GROUP BY 1),
+        n AS (SELECT period, value, ROW_NUMBER() OVER (ORDER BY period) AS step FROM p)
+        SELECT period, ROUND(value, 2) AS value,
+          ROUND(REGR_SLOPE(value, step) OVER (), 4) AS slope, ROUND(REGR_R2(value, step) OVER (), 4) AS r2
+        FROM n ORDER BY period""",
+        bucket=sql.bucket(_time(work), grain),
+        rollup=rollup,
+        t=sql.table(work.source),
+        cond=sql.condition_or_true(condition),
+    )
+    return Planned(f"{measure} per {grain}", query, "line", "period", ["value"], TREND.name)
+
+
+def _outliers(work: Work, measure: str, condition: exp.Expr | None) -> Planned:
+    key = work.source.semantic_profile.entity_key
+    label = next(iter(work.source.columns_with("label")), None)
+    shown = [c for c in (key, label, work.source.semantic_profile.time_column) if c]
+    query = sql.template(
+        """WITH s AS (SELECT AVG(p_m) AS mean, STDDEV_SAMP(p_m) AS sd, COUNT(p_m) AS n FROM p_t WHERE p_cond)
+        SELECT *, ROUND((p_m - mean) / sd, 2) AS z_score, ROUND(p_m / mean, 2) AS times_average, n
+        FROM p_t CROSS JOIN s WHERE p_cond AND sd > 0 AND ABS(p_m - mean) > 2 * sd
+        ORDER BY ABS(p_m - mean) DESC LIMIT 25""",
+        m=sql.col(measure),
+        t=sql.table(work.source),
+        cond=sql.condition_or_true(condition),
+    )
+    assert isinstance(query, exp.Select)
+    query.set("expressions", [*(sql.col(c) for c in shown), sql.col(measure), *query.expressions[1:]])
+    return Planned(f"outliers of {measure} (beyond 2 standard deviations)", query, "table", kind=OUTLIERS.name)
+
+
+def _distribution(work: Work, measure: str, condition: exp.Expr | None) -> Planned:
+    query = sql.template(
+        """WITH e AS (SELECT * FROM p_entities),
+        r AS (SELECT value, NTILE(10) OVER (ORDER BY value DESC) AS decile FROM e)
+        SELECT COUNT(*) AS n, ROUND(MIN(value), 2) AS min, ROUND(QUANTILE_CONT(value, 0.25), 2) AS p25,
+          ROUND(QUANTILE_CONT(value, 0.5), 2) AS median, ROUND(AVG(value), 2) AS mean,
+          ROUND(QUANTILE_CONT(value, 0.75), 2) AS p75, ROUND(MAX(value), 2) AS max,
+          ROUND(STDDEV_SAMP(value), 2) AS sd, ROUND(SKEWNESS(value), 3) AS skewness,
+          ROUND(100.0 * SUM(CASE WHEN decile = 1 THEN value ELSE 0 END) / NULLIF(SUM(value), 0), 1) AS top10_share
+        FROM r""",
+        entities=entities(work, measure, condition).subquery("entities"),
+    )
+    entity = work.source.semantic_profile.entity_name
+    return Planned(f"distribution of {measure} per {entity}", query, "table", kind=DISTRIBUTION.name)
+
+
+def _extremes(work: Work, measure: str, condition: exp.Expr | None) -> Planned:
+    label = next(iter(work.source.columns_with("label")), None)
+    query = sql.template(
+        """WITH e AS (SELECT * FROM p_entities),
+        r AS (SELECT *, RANK() OVER (ORDER BY value DESC) AS from_top, RANK() OVER (ORDER BY value) AS from_bottom FROM e)
+        SELECT *, CASE WHEN from_top <= 5 THEN 'top' ELSE 'bottom' END AS side
+        FROM r WHERE from_top <= 5 OR from_bottom <= 5 ORDER BY value DESC""",
+        entities=entities(work, measure, condition, *([label] if label else [])).subquery("entities"),
+    )
+    x = label or "entity"
+    return Planned(f"top and bottom 5 by {measure}", query, "bar", x, ["value"], EXTREMES.name)
+
+
+def _change(work: Work, measure: str, condition: exp.Expr | None) -> Planned:
+    grain = work.reading.grain or "month"
+    rollup = sql.aggregate(sql.entity_measure(work.source, measure), measure)
+    key = work.source.semantic_profile.entity_key
+    query = sql.template(
+        """WITH p AS (SELECT p_key AS entity, p_bucket AS period, p_rollup AS value FROM p_t WHERE p_cond GROUP BY 1, 2),
+        last AS (SELECT MAX(period) AS latest FROM p),
+        prev AS (SELECT MAX(period) AS before FROM p CROSS JOIN last WHERE period < latest),
+        w AS (SELECT entity,
+            SUM(CASE WHEN period = latest THEN value ELSE 0 END) AS now,
+            SUM(CASE WHEN period = before THEN value ELSE 0 END) AS previous
+          FROM p CROSS JOIN last CROSS JOIN prev GROUP BY entity)
+        SELECT entity, ROUND(previous, 2) AS previous, ROUND(now, 2) AS now, ROUND(now - previous, 2) AS change,
+          ROUND(100.0 * (now - previous) / NULLIF(ABS(previous), 0), 1) AS change_pct,
+          (SELECT MAX(latest) FROM last) AS latest, (SELECT MAX(before) FROM prev) AS before
+        FROM w ORDER BY ABS(now - previous) DESC LIMIT 20""",
+        key=sql.col(key) if key else exp.Literal.string("all"),
+        bucket=sql.bucket(_time(work), grain),
+        rollup=rollup,
+        t=sql.table(work.source),
+        cond=sql.condition_or_true(condition),
+    )
+    return Planned(f"change of {measure} from the previous {grain}", query, "bar", "entity", ["change"], CHANGE.name)
+
+
+def _trend_findings(rows: list[dict[str, Any]], measure: str, entity: str) -> list[str]:
+    first, last = float(rows[0]["value"]), float(rows[-1]["value"])
+    slope, r2 = rows[0]["slope"], rows[0]["r2"]
+    direction = "upward" if (slope or 0) > 0 else "downward" if (slope or 0) < 0 else "flat"
+    if r2 is not None and r2 < 0.3:
+        direction = "no clear"
+    peak = max(rows, key=lambda r: r["value"])
+    trough = min(rows, key=lambda r: r["value"])
+    return [
+        f"{measure.capitalize()} shows a {direction} trend: {words.change(first, last)} from {rows[0]['period']} to "
+        f"{rows[-1]['period']} (least-squares slope {words.number(slope)} per period, R² {r2}, n = {len(rows)} periods)",
+        f"Peak {words.number(peak['value'])} in {peak['period']}; low {words.number(trough['value'])} in {trough['period']}",
+    ]
+
+
+def _outlier_findings(rows: list[dict[str, Any]], measure: str, entity: str) -> list[str]:
+    high = [r for r in rows if float(r["z_score"]) > 0]
+    strongest = rows[0]
+    return [
+        f"{len(rows)} value(s) of {measure} lie beyond 2 standard deviations of the mean ({len(high)} above, "
+        f"n = {strongest['n']:,} rows)",
+        f"The most extreme is {strongest['times_average']}× the average (z = {strongest['z_score']})",
+    ]
+
+
+def _distribution_findings(rows: list[dict[str, Any]], measure: str, entity: str) -> list[str]:
+    d = rows[0]
+    skew = float(d["skewness"] or 0)
+    shape = "right-skewed" if skew > 0.5 else "left-skewed" if skew < -0.5 else "roughly symmetric"
+    relation = "below" if d["median"] < d["mean"] else "above"
+    return [
+        f"Distribution of {measure} per {entity} is {shape}: median {words.number(d['median'])} {relation} mean "
+        f"{words.number(d['mean'])} (skewness {skew:.2f}, n = {d['n']:,})",
+        f"Top 10% of {entity}s account for {d['top10_share']}% of {measure}",
+        f"Half of the {entity}s lie between {words.number(d['p25'])} and {words.number(d['p75'])}; "
+        f"range {words.number(d['min'])} to {words.number(d['max'])}",
+    ]
+
+
+def _extreme_findings(rows: list[dict[str, Any]], measure: str, entity: str) -> list[str]:
+    name = next((k for k in rows[0] if k not in ("entity", "value", "from_top", "from_bottom", "side")), "entity")
+    top = [r for r in rows if r["side"] == "top"]
+    bottom = [r for r in rows if r["side"] == "bottom"]
+    out = [f"Top {entity}s by {measure}: " + words.listing([f"{r[name]} ({words.number(r['value'])})" for r in top], 5)]
+    if bottom:
+        out.append(
+            f"Bottom {entity}s: " + words.listing([f"{r[name]} ({words.number(r['value'])})" for r in bottom], 5)
+        )
+    return out
+
+
+def _change_findings(rows: list[dict[str, Any]], measure: str, entity: str) -> list[str]:
+    up = [r for r in rows if float(r["change"]) > 0]
+    down = [r for r in rows if float(r["change"]) < 0]
+    head = f"From {rows[0]['before']} to {rows[0]['latest']}: "
+    out = []
+    if up:
+        r = up[0]
+        out.append(head + f"largest rise {entity} {r['entity']} ({words.number(r['change'])}, {r['change_pct']}%)")
+    if down:
+        r = down[0]
+        out.append(head + f"largest drop {entity} {r['entity']} ({words.number(r['change'])}, {r['change_pct']}%)")
+    return out
