@@ -22,7 +22,9 @@ from typing import Any, ClassVar
 
 import duckdb
 import psycopg
+import sqlglot
 from psycopg import sql as pgsql
+from sqlglot import exp
 
 from concerto.data.context import DataContext, ProfileOverrides
 from concerto.data.load import LoadError, read_file
@@ -193,11 +195,40 @@ class PostgresStore(Store):
         except psycopg.Error as exc:
             raise QueryFailed(_first_line(exc)) from None
 
+    def _adapt(self, query: exp.Query) -> exp.Query:
+        """What PostgreSQL 15 lacks, in what it has: `round(double, n)` (only numeric rounds to
+        digits), `any_value` (new in 16) and `skewness`; the rest sqlglot transpiles."""
+
+        def adapt(node: exp.Expr) -> exp.Expr:
+            # A replaced node is not descended into: adapt its argument first.
+            if isinstance(node, exp.Round) and node.args.get("decimals") is not None:
+                return exp.Round(this=exp.cast(node.this.transform(adapt), "DECIMAL"), decimals=node.args["decimals"])
+            if isinstance(node, exp.AnyValue):
+                return exp.Min(this=node.this.transform(adapt))
+            if isinstance(node, exp.Skewness):
+                return _skewness(node.this.transform(adapt))
+            return node
+
+        adapted = query.transform(adapt)
+        assert isinstance(adapted, exp.Query)
+        return adapted
+
     def close(self) -> None:
         with self._setup_lock:
             opened, self._opened = self._opened, []
         for con in opened:
             con.close()
+
+
+def _skewness(x: exp.Expr) -> exp.Expr:
+    """The sample skewness DuckDB's `skewness` gives, from moments PostgreSQL has:
+    n² / ((n-1)(n-2)) · (E[x³] − 3μE[x²] + 2μ³) / s³ over the population moments' n."""
+    return sqlglot.parse_one(
+        "CASE WHEN COUNT(x) > 2 AND STDDEV_POP(x) > 0 THEN "
+        "(SQRT(COUNT(x) * (COUNT(x) - 1.0)) / (COUNT(x) - 2.0)) * "
+        "(AVG(x * x * x) - 3 * AVG(x) * AVG(x * x) + 2 * POWER(AVG(x), 3)) / POWER(STDDEV_POP(x), 3) END",
+        read="postgres",
+    ).transform(lambda n: x.copy() if isinstance(n, exp.Column) and n.name == "x" else n)
 
 
 def _pg_type(duckdb_type: str) -> str:

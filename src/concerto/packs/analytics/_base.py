@@ -147,6 +147,22 @@ class AnalyticsAgent(Agent):
             work.reading.notes.append(f"no measure named; used {found}")
         return found
 
+    def concept(self, work: Work, meaning: str, *, exclude: tuple[str, ...] = (), floor: float = 0.3) -> str | None:
+        """The numeric column whose description is closest in meaning to `meaning` (e.g. "how
+        engaged or active the customer is"), when it is close enough; the question's own
+        measures are tried first. The choice and its score go into the reading's notes."""
+        columns = [c for c in work.source.columns_with("money", "measure") if c not in exclude]
+        if not columns:
+            return None
+        vectors = self.resources.embedder.embed([meaning, *(work.source.describe(c) for c in columns)])
+        scores = {c: float(vectors[0] @ vectors[i + 1]) for i, c in enumerate(columns)}
+        best = max(columns, key=lambda c: scores[c])
+        if scores[best] < floor:
+            work.reading.notes.append(f"no column means '{meaning}' (closest: {best} {scores[best]:.2f})")
+            return None
+        work.reading.notes.append(f"'{meaning}': {best} ({scores[best]:.2f})")
+        return best
+
     def choose(self, work: Work, kinds: list[Kind], *, most: int = 2) -> list[Kind]:
         """The query types closest in meaning to the question (embeddings, no keyword lists):
         the best one, and the next ones that are nearly as close."""

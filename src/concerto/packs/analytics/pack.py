@@ -9,5 +9,6 @@ pack = Pack(
         "concerto.packs.analytics.sql_analytics:SQLAnalyticsAgent",
         "concerto.packs.analytics.segmentation:SegmentationAgent",
         "concerto.packs.analytics.pattern_recognition:PatternRecognitionAgent",
+        "concerto.packs.analytics.opportunity:OpportunityAgent",
     ],
 )

@@ -147,3 +147,70 @@ def table(context: DataContext) -> exp.Table:
 
 def condition_or_true(condition: exp.Expr | None) -> exp.Expr:
     return condition if condition is not None else exp.true()
+
+
+def panel(context: DataContext, measures: list[str], condition: exp.Expr | None, grain: Grain = "month") -> exp.Select:
+    """One row per entity and period: `entity`, `period` and each measure rolled up (the
+    sum of amounts, the average of scores) — the shape trends and declines are read from."""
+    key = context.semantic_profile.entity_key
+    time_column = context.semantic_profile.time_column
+    assert time_column is not None, "panel() needs a time column"
+    period = bucket(time_column, grain)
+    projections: list[exp.Expr] = [
+        exp.alias_(col(key) if key else exp.Literal.string("all"), "entity"),
+        exp.alias_(period, "period"),
+    ]
+    projections += [exp.alias_(aggregate(entity_measure(context, m), m), alias(m)) for m in measures]
+    query = filtered(select_from(context, *projections), condition)
+    return query.group_by(exp.Literal.number(1), exp.Literal.number(2))
+
+
+def recent_vs_earlier(
+    context: DataContext, measures: list[str], condition: exp.Expr | None, *, recent: int = 3, earlier: int = 3
+) -> exp.Select:
+    """Per entity, each measure's average per period over the latest `recent` periods of the
+    data (`<m>_recent`) and over the `earlier` periods before them (`<m>_earlier`)."""
+    ranked = exp.select(
+        "*",
+        exp.alias_(
+            exp.Window(
+                this=exp.DenseRank(), order=exp.Order(expressions=[exp.Ordered(this=exp.column("period"), desc=True)])
+            ),
+            "back",
+        ),
+    ).from_(panel(context, measures, condition).subquery("p"))
+    back = exp.column("back")
+    projections: list[exp.Expr] = [exp.column("entity")]
+    for m in measures:
+        is_recent = exp.LTE(this=back.copy(), expression=exp.Literal.number(recent))
+        is_earlier = exp.and_(
+            exp.GT(this=back.copy(), expression=exp.Literal.number(recent)),
+            exp.LTE(this=back.copy(), expression=exp.Literal.number(recent + earlier)),
+        )
+        for name, when in ((f"{m}_recent", is_recent), (f"{m}_earlier", is_earlier)):
+            value = exp.Case(ifs=[exp.If(this=when, true=col(m))])
+            projections.append(exp.alias_(exp.Avg(this=value), alias(name)))
+    return exp.select(*projections).from_(ranked.subquery("r")).group_by(exp.column("entity"))
+
+
+def labelled(context: DataContext, query: exp.Select, *extra: str) -> exp.Select:
+    """`query` (one row per `entity`) with the entity's label and `extra` columns joined on."""
+    key = context.semantic_profile.entity_key
+    shown = [c for c in (label_column(context), *extra) if c and c != key]
+    if key is None or not shown:
+        return query
+    names = exp.select(
+        exp.alias_(col(key), "entity_key"), *(exp.alias_(exp.AnyValue(this=col(c)), alias(c)) for c in shown)
+    )
+    names = names.from_(table(context)).group_by(col(key))
+    joined = exp.select(
+        exp.Column(this=exp.Star(), table=exp.to_identifier("q")), *(exp.column(c, "n", quoted=True) for c in shown)
+    )
+    on = exp.EQ(this=exp.column("entity", "q"), expression=exp.column("entity_key", "n"))
+    return joined.from_(query.subquery("q")).join(names.subquery("n"), on=on)
+
+
+def label_column(context: DataContext) -> str | None:
+    """The column that names an entity in words (the company name beside the customer id)."""
+    labels = [c for c in context.columns_with("label") if c != context.semantic_profile.entity_key]
+    return labels[0] if labels else None

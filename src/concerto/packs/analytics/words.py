@@ -38,3 +38,12 @@ def listing(items: list[str], limit: int = 4) -> str:
 
 def label(column: str) -> str:
     return column.replace("_", " ")
+
+
+_NOT_NAMES = frozenset({"peer_group", "grp", "side", "tier", "period"})
+
+
+def who(row: dict[str, Any]) -> str:
+    """How a result row names its entity: its label (a company's name), else its key."""
+    name = next((v for k, v in row.items() if isinstance(v, str) and k not in _NOT_NAMES), None)
+    return name if name else str(row.get("entity", "?"))
