@@ -1,4 +1,4 @@
-"""The `data` pack: the data-source layer's settings and the `concerto data` command."""
+"""The `data` pack: the data-source layer's settings, the `concerto data` command and its HTTP routes."""
 
 from concerto.agents.pack import Pack
 
@@ -7,4 +7,5 @@ pack = Pack(
     description="Data sources: your files as tables (DuckDB files, or PostgreSQL) for the analytics agents.",
     settings="concerto.data.settings:DataSettings",
     commands={"data": "concerto.data.cli:data"},
+    routes=["concerto.data.routes:router"],
 )

@@ -10,5 +10,6 @@ pack = Pack(
         "concerto.packs.analytics.segmentation:SegmentationAgent",
         "concerto.packs.analytics.pattern_recognition:PatternRecognitionAgent",
         "concerto.packs.analytics.opportunity:OpportunityAgent",
+        "concerto.packs.analytics.risk:RiskAgent",
     ],
 )

@@ -1,0 +1,426 @@
+"""HTTP routes of the `data` pack: upload a file as a source, list the sources, show one's
+data context, drop one — `concerto data load|list|show|drop` over the API.
+
+Every route works on the store of the running app's orchestrator (its settings and shared
+resources, `request.app.state.orchestrator`), so the agents see an upload on the next
+question. Errors come back in the app's error contract (`OrchestratorErrorResponse`,
+category `invalid_input`; 502 `all_agents_failed` when the database cannot be reached, as
+`/v1/ask` answers then), with the loader's or the store's message, never a traceback.
+
+An upload is read from the request stream as it arrives (no form parsing beforehand):
+the file part goes to disk in `<data dir>/uploads/` chunk by chunk and the request is
+refused with 413 as soon as it passes `CONCERTO_DATA_MAX_FILE_MB`. Of the client's file
+name only the extension is kept (it says the file type); the file is stored as
+`<source name><extension>`. A loaded upload stays there (a later load or agent can read it
+again; `DELETE` removes it with the source); an upload that failed is deleted.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from collections.abc import AsyncIterator
+from datetime import datetime
+from pathlib import Path, PurePosixPath
+from typing import IO, TYPE_CHECKING, Annotated, Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel, Field
+from python_multipart.exceptions import FormParserError
+from python_multipart.multipart import MultipartParser, parse_options_header
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import ClientDisconnect
+
+from concerto.contracts.orchestrator import OrchestratorErrorResponse
+from concerto.data.context import DataContext, ProfileOverrides
+from concerto.data.load import KINDS, LoadError, kind_of
+from concerto.data.sources import store_for
+from concerto.data.store import QueryFailed, SourceError, Store, source_name
+
+if TYPE_CHECKING:
+    from concerto.settings import Settings
+
+FIELD_BYTES = 64 * 1024  # the most one text field (name, describe) may hold
+MOST_FIELDS = 1000
+_FLUSH_BYTES = 1024 * 1024  # file data is written in pieces of about this size
+_FILE, _NAME, _DESCRIBE = "file", "name", "describe"
+
+ERROR = {"model": OrchestratorErrorResponse, "description": "The error contract"}
+UNKNOWN = {"model": OrchestratorErrorResponse, "description": "No source of that name; the message lists them"}
+UNAVAILABLE = {"model": OrchestratorErrorResponse, "description": "The database (CONCERTO_DATABASE_URL) failed"}
+
+UPLOAD_BODY: dict[str, Any] = {
+    "required": True,
+    "content": {
+        "multipart/form-data": {
+            "schema": {
+                "type": "object",
+                "required": [_FILE],
+                "additionalProperties": False,
+                "properties": {
+                    _FILE: {
+                        "type": "string",
+                        "format": "binary",
+                        "description": "The file; its extension says its type: "
+                        + ", ".join(sorted(KINDS))
+                        + " (at most CONCERTO_DATA_MAX_FILE_MB)",
+                    },
+                    _NAME: {
+                        "type": "string",
+                        "description": "Source name (default: the file's name without extension); "
+                        "a source of the same name is replaced",
+                    },
+                    _DESCRIBE: {
+                        "type": "array",
+                        "items": {"type": "string", "pattern": r"^[^=]*[^=\s][^=]*=[\s\S]*\S[\s\S]*$"},
+                        "description": "COLUMN=TEXT: what a column means (repeat the field for several); "
+                        "overrides the detected description",
+                    },
+                },
+            },
+        }
+    },
+}
+
+router = APIRouter(prefix="/v1/data", tags=["data"])
+
+
+class SourceSummary(BaseModel):
+    """One loaded source, as `concerto data list` shows it."""
+
+    name: str = Field(..., description="The source's name: `source` of /v1/ask")
+    row_count: int = Field(..., ge=0)
+    columns: list[str]
+    file_name: str = Field(..., description="The file it was loaded from")
+    loaded_at: datetime
+
+
+class Refused(Exception):
+    """A request answered with the error contract: its status and message."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def _settings(request: Request) -> Settings:
+    settings: Settings = request.app.state.orchestrator.settings
+    return settings
+
+
+def _store(request: Request) -> Store:
+    """The store of the app's orchestrator: the one its agents query."""
+    orchestrator = request.app.state.orchestrator
+    return store_for(orchestrator.settings, orchestrator.resources)
+
+
+StoreDep = Annotated[Store, Depends(_store)]
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    category = "all_agents_failed" if status == 502 else "invalid_input"
+    body = OrchestratorErrorResponse(error_message=message, error_category=category)
+    return JSONResponse(body.model_dump(mode="json"), status_code=status)
+
+
+async def _call(work: Any, *args: Any, **kwargs: Any) -> Any:
+    """Run blocking store work in a worker thread; its errors become `Refused`."""
+    try:
+        return await run_in_threadpool(work, *args, **kwargs)
+    except SourceError as exc:
+        raise Refused(404, str(exc)) from None
+    except LoadError as exc:
+        raise Refused(422, str(exc)) from None
+    except QueryFailed as exc:
+        raise Refused(502, str(exc)) from None
+
+
+@router.post(
+    "/sources",
+    status_code=201,
+    response_model=DataContext,
+    summary="Upload a file as a data source",
+    responses={413: ERROR, 422: ERROR, 502: UNAVAILABLE},
+    openapi_extra={"requestBody": UPLOAD_BODY},
+)
+async def upload_source(request: Request, store: StoreDep) -> Any:
+    """Load an uploaded CSV, TSV, Parquet, JSON or Excel file as a source (replacing one of
+    the same name) and answer its data context, as `concerto data load` does.
+
+    Form fields: `file` (required), `name`, and `describe` (repeatable `COLUMN=TEXT`). A file
+    over `CONCERTO_DATA_MAX_FILE_MB` is refused with 413 while it arrives; a file that cannot
+    become a table (its type, empty, ragged rows, ...) with 422 and the loader's message.
+    """
+    uploads = Path(_settings(request).data_dir) / "uploads"
+    incoming = uploads / f".incoming-{uuid.uuid4().hex}"
+    try:
+        form = await _receive(request, incoming, store.max_file_bytes)
+        target = source_name(form.name or form.stem)
+        overrides = _overrides(form.describe)
+        path = form.path.rename(form.path.with_name(f"{target}{form.suffix}"))
+        context: DataContext = await _call(store.load, path, target, overrides=overrides)
+        await run_in_threadpool(_keep, path, uploads, target)
+    except SourceError as exc:  # a name that cannot be a source
+        return _error(422, str(exc))
+    except Refused as exc:
+        return _error(422 if exc.status == 404 else exc.status, exc.message)
+    finally:
+        await run_in_threadpool(shutil.rmtree, incoming, True)
+    return context
+
+
+@router.get("/sources", response_model=list[SourceSummary], summary="List the data sources", responses={502: UNAVAILABLE})
+async def list_sources(store: StoreDep) -> Any:
+    """Every loaded source, oldest first: name, rows, columns, file and when it was loaded."""
+    try:
+        contexts: list[DataContext] = await _call(store.contexts)
+    except Refused as exc:
+        return _error(exc.status, exc.message)
+    return [SourceSummary.model_validate(c, from_attributes=True) for c in contexts]
+
+
+@router.get(
+    "/sources/{name}",
+    response_model=DataContext,
+    summary="Show a data source's data context",
+    responses={404: UNKNOWN, 502: UNAVAILABLE},
+)
+async def show_source(name: str, store: StoreDep) -> Any:
+    """The source's data context (by name or `data_source_id`): columns, types, samples,
+    statistics and what each column means, as `concerto data show` prints it."""
+    try:
+        return await _call(store.context, name)
+    except Refused as exc:
+        return _error(exc.status, exc.message)
+
+
+@router.delete(
+    "/sources/{name}",
+    status_code=204,
+    response_class=Response,
+    summary="Drop a data source",
+    responses={404: UNKNOWN, 502: UNAVAILABLE},
+)
+async def drop_source(name: str, request: Request, store: StoreDep) -> Response:
+    """Remove the source, its data and its uploaded file, as `concerto data drop` does."""
+    try:
+        context: DataContext = await _call(store.context, name)
+        await _call(store.drop, context.name)
+    except Refused as exc:
+        return _error(exc.status, exc.message)
+    uploads = Path(_settings(request).data_dir) / "uploads"
+    await run_in_threadpool(_forget, uploads, context.name)
+    return Response(status_code=204)
+
+
+# -- the upload, read as it arrives --------------------------------------------------------
+
+
+class Received:
+    """What an upload sent: the file (on disk), its client-given stem and extension, the fields."""
+
+    def __init__(self) -> None:
+        self.path: Path = Path()
+        self.stem = ""
+        self.suffix = ""
+        self.name: str | None = None
+        self.describe: list[str] = []
+
+
+class _Part:
+    def __init__(self) -> None:
+        self.headers: dict[bytes, bytes] = {}
+        self.field = ""
+        self.data = bytearray()
+        self.file: IO[bytes] | None = None
+
+
+async def _receive(request: Request, incoming: Path, limit: int) -> Received:
+    """Parse the multipart body from the request stream, writing the file part to `incoming/`."""
+    media, options = parse_options_header(request.headers.get("content-type", ""))
+    boundary = options.get(b"boundary")
+    if media != b"multipart/form-data" or not boundary:
+        raise Refused(422, "Invalid request — send the file as multipart/form-data with a `file` field")
+    events: list[tuple[str, bytes]] = []
+    header = [b"", b""]
+
+    def on_header_end() -> None:
+        events.append(("header", header[0].lower() + b"\0" + header[1]))
+        header[0] = header[1] = b""
+
+    callbacks: Any = {
+        "on_part_begin": lambda: events.append(("begin", b"")),
+        "on_header_field": lambda data, start, end: header.__setitem__(0, header[0] + data[start:end]),
+        "on_header_value": lambda data, start, end: header.__setitem__(1, header[1] + data[start:end]),
+        "on_header_end": on_header_end,
+        "on_headers_finished": lambda: events.append(("headers", b"")),
+        "on_part_data": lambda data, start, end: events.append(("data", bytes(data[start:end]))),
+        "on_part_end": lambda: events.append(("end", b"")),
+    }
+    receiving = _Receiving(incoming, limit)
+    try:
+        parser = MultipartParser(boundary, callbacks)
+        async for chunk in _chunks(request):
+            parser.write(chunk)
+            await receiving.handle(events)
+            events.clear()
+        parser.finalize()
+        await receiving.handle(events)
+    except FormParserError:
+        raise Refused(422, "Invalid request — the body is not valid multipart/form-data") from None
+    finally:
+        await receiving.close()
+    return receiving.done()
+
+
+async def _chunks(request: Request) -> AsyncIterator[bytes]:
+    try:
+        async for chunk in request.stream():
+            if chunk:
+                yield chunk
+    except ClientDisconnect:
+        raise Refused(422, "Invalid request — the client went away before the upload ended") from None
+
+
+class _Receiving:
+    """The state of one upload while its parts arrive."""
+
+    def __init__(self, incoming: Path, limit: int) -> None:
+        self.incoming = incoming
+        self.limit = limit
+        self.received = Received()
+        self.part = _Part()
+        self.fields = 0
+        self.file_bytes = 0
+        self.has_file = False
+        self.pending = bytearray()
+
+    async def handle(self, events: list[tuple[str, bytes]]) -> None:
+        for kind, data in events:
+            if kind == "begin":
+                self.part = _Part()
+            elif kind == "header":
+                name, _, value = data.partition(b"\0")
+                self.part.headers[name] = value
+            elif kind == "headers":
+                await self._start()
+            elif kind == "data":
+                await self._data(data)
+            elif kind == "end":
+                await self._end()
+
+    async def _start(self) -> None:
+        part = self.part
+        _, options = parse_options_header(part.headers.get(b"content-disposition", b""))
+        if b"name" not in options:
+            raise Refused(422, "Invalid request — a form part has no name")
+        part.field = _text(options[b"name"])
+        filename = _text(options[b"filename"]) if b"filename" in options else None
+        if part.field not in (_FILE, _NAME, _DESCRIBE):
+            raise Refused(422, f"Invalid request — unknown form field '{part.field[:60]}'; send file, name, describe")
+        if part.field != _FILE:
+            self.fields += 1
+            if self.fields > MOST_FIELDS:
+                raise Refused(422, f"Invalid request — more than {MOST_FIELDS} form fields")
+            return
+        if self.has_file:
+            raise Refused(422, "Invalid request — send one file per upload")
+        if filename is None:
+            raise Refused(422, "Invalid request — `file` must be a file part with a file name (e.g. sales.csv)")
+        base = PurePosixPath(filename.replace("\\", "/")).name[:200]  # never a path: its last part only
+        suffix = PurePosixPath(base).suffix.lower()
+        try:
+            kind_of(Path(base or "file"))
+        except LoadError as exc:
+            raise Refused(422, str(exc)) from None
+        self.has_file = True
+        self.received.stem, self.received.suffix = PurePosixPath(base).stem, suffix
+        self.received.path = self.incoming / f"upload{suffix}"
+        part.file = await run_in_threadpool(_create, self.received.path)
+
+    async def _data(self, data: bytes) -> None:
+        part = self.part
+        if part.file is None:
+            if len(part.data) + len(data) > FIELD_BYTES:
+                raise Refused(422, f"Invalid request — the field '{part.field}' is over {FIELD_BYTES // 1024} KB")
+            part.data += data
+            return
+        self.file_bytes += len(data)
+        if self.file_bytes > self.limit:
+            raise Refused(
+                413,
+                f"the file is over the limit of {self.limit / 2**20:,.0f} MB (CONCERTO_DATA_MAX_FILE_MB)",
+            )
+        self.pending += data
+        if len(self.pending) >= _FLUSH_BYTES:
+            await self._flush()
+
+    async def _flush(self) -> None:
+        if self.part.file is not None and self.pending:
+            chunk, self.pending = bytes(self.pending), bytearray()
+            await run_in_threadpool(self.part.file.write, chunk)
+
+    async def _end(self) -> None:
+        part = self.part
+        if part.file is not None:
+            await self._flush()
+            await run_in_threadpool(part.file.close)
+            return
+        try:
+            value = part.data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise Refused(422, f"Invalid request — the field '{part.field}' is not UTF-8 text") from None
+        if part.field == _NAME:
+            if self.received.name is not None:
+                raise Refused(422, "Invalid request — give `name` once")
+            self.received.name = value
+        else:
+            self.received.describe.append(value)
+
+    async def close(self) -> None:
+        if self.part.file is not None and not self.part.file.closed:
+            await run_in_threadpool(self.part.file.close)
+
+    def done(self) -> Received:
+        if not self.has_file:
+            raise Refused(422, "Invalid request — the form has no `file` part")
+        return self.received
+
+
+def _text(raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw.decode("latin-1")
+
+
+def _create(path: Path) -> IO[bytes]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path.open("xb")
+
+
+def _overrides(describe: list[str]) -> ProfileOverrides:
+    """`COLUMN=TEXT` pairs as overrides (the form's `describe`, the CLI's `--describe`)."""
+    pairs = {}
+    for item in describe:
+        column, sep, text = item.partition("=")
+        if not sep or not column.strip() or not text.strip():
+            raise Refused(422, f"Invalid request — describe '{item[:80]}' is not COLUMN=TEXT")
+        pairs[column.strip()] = text.strip()
+    return ProfileOverrides(field_descriptions=pairs)
+
+
+def _keep(path: Path, uploads: Path, name: str) -> None:
+    """Keep a loaded upload as `uploads/<name><ext>`, replacing an earlier one of that source."""
+    _forget(uploads, name, but=path.suffix)
+    os.replace(path, uploads / path.name)
+
+
+def _forget(uploads: Path, name: str, but: str | None = None) -> None:
+    """Delete the kept upload of a source (every extension, except `but`)."""
+    for suffix in KINDS:
+        if suffix != but:
+            (uploads / f"{name}{suffix}").unlink(missing_ok=True)
