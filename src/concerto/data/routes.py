@@ -80,6 +80,17 @@ UPLOAD_BODY: dict[str, Any] = {
                     },
                 },
             },
+            "encoding": {
+                _FILE: {
+                    "headers": {
+                        "Content-Disposition": {
+                            "description": "The file name's extension says the type; the rest of it is not used",
+                            "schema": {"type": "string"},
+                            "example": f'form-data; name="{_FILE}"; filename="sales.csv"',
+                        }
+                    }
+                }
+            },
         }
     },
 }

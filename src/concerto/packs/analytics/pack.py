@@ -11,5 +11,6 @@ pack = Pack(
         "concerto.packs.analytics.pattern_recognition:PatternRecognitionAgent",
         "concerto.packs.analytics.opportunity:OpportunityAgent",
         "concerto.packs.analytics.risk:RiskAgent",
+        "concerto.packs.analytics.benchmark:BenchmarkAgent",
     ],
 )

@@ -210,13 +210,16 @@ def _named_columns(text: str, context: DataContext) -> list[tuple[str, float]]:
 def _read_filters(question: str, context: DataContext, values: dict[str, list[object]], reading: Reading) -> None:
     """Values of category and label columns that the question names ("in the West", "Acme Energy")."""
     lowered = " " + " ".join(words(question)) + " "
-    for column, options in values.items():
-        hits: list[object] = [v for v in options if isinstance(v, str) and _mentions(lowered, v)]
-        if not hits:
-            continue
-        # A value that is part of a longer value also found ("Acme" in "Acme Energy") is not separate.
-        longest = [v for v in hits if not any(v != w and str(v).lower() in str(w).lower() for w in hits)]
-        reading.filters.append(Filter(column, longest))
+    hits = {
+        column: [v for v in options if isinstance(v, str) and _mentions(lowered, v)]
+        for column, options in values.items()
+    }
+    everything = [str(v).lower() for found in hits.values() for v in found]
+    for column, found in hits.items():
+        # A value inside a longer value also found ("Energy" in "Acme Energy"), in any column, is not separate.
+        longest = [v for v in found if not any(str(v).lower() != w and str(v).lower() in w for w in everything)]
+        if longest:
+            reading.filters.append(Filter(column, longest))
 
 
 def _mentions(text: str, value: str) -> bool:

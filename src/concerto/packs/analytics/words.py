@@ -40,7 +40,7 @@ def label(column: str) -> str:
     return column.replace("_", " ")
 
 
-_NOT_NAMES = frozenset({"peer_group", "grp", "side", "tier", "period"})
+_NOT_NAMES = frozenset({"peer_group", "grp", "side", "tier", "period", "year", "last_active"})
 
 
 def who(row: dict[str, Any]) -> str:
