@@ -12,5 +12,6 @@ pack = Pack(
         "concerto.packs.analytics.opportunity:OpportunityAgent",
         "concerto.packs.analytics.risk:RiskAgent",
         "concerto.packs.analytics.benchmark:BenchmarkAgent",
+        "concerto.packs.analytics.business_impact:BusinessImpactAgent",
     ],
 )
