@@ -4,8 +4,9 @@ data context, drop one — `concerto data load|list|show|drop` over the API.
 Every route works on the store of the running app's orchestrator (its settings and shared
 resources, `request.app.state.orchestrator`), so the agents see an upload on the next
 question. Errors come back in the app's error contract (`OrchestratorErrorResponse`,
-category `invalid_input`; 502 `all_agents_failed` when the database cannot be reached, as
-`/v1/ask` answers then), with the loader's or the store's message, never a traceback.
+category `invalid_input`; 503 `all_agents_failed` when the store cannot be used: the
+database cannot be reached or a `CONCERTO_DATA_*` setting is invalid), with the loader's
+or the store's message, never a traceback.
 
 An upload is read from the request stream as it arrives (no form parsing beforehand):
 the file part goes to disk in `<data dir>/uploads/` chunk by chunk and the request is
@@ -23,9 +24,9 @@ import uuid
 from collections.abc import AsyncIterator
 from datetime import datetime
 from pathlib import Path, PurePosixPath
-from typing import IO, TYPE_CHECKING, Annotated, Any
+from typing import IO, Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 from python_multipart.exceptions import FormParserError
@@ -38,9 +39,7 @@ from concerto.data.context import DataContext, ProfileOverrides
 from concerto.data.load import KINDS, LoadError, kind_of
 from concerto.data.sources import store_for
 from concerto.data.store import QueryFailed, SourceError, Store, source_name
-
-if TYPE_CHECKING:
-    from concerto.settings import Settings
+from concerto.settings import Settings, SettingsError
 
 FIELD_BYTES = 64 * 1024  # the most one text field (name, describe) may hold
 MOST_FIELDS = 1000
@@ -49,7 +48,11 @@ _FILE, _NAME, _DESCRIBE = "file", "name", "describe"
 
 ERROR = {"model": OrchestratorErrorResponse, "description": "The error contract"}
 UNKNOWN = {"model": OrchestratorErrorResponse, "description": "No source of that name; the message lists them"}
-UNAVAILABLE = {"model": OrchestratorErrorResponse, "description": "The database (CONCERTO_DATABASE_URL) failed"}
+UNAVAILABLE = {
+    "model": OrchestratorErrorResponse,
+    "description": "The store cannot be used: the database (CONCERTO_DATABASE_URL) failed, or a CONCERTO_DATA_* "
+    "setting is invalid",
+}
 
 UPLOAD_BODY: dict[str, Any] = {
     "required": True,
@@ -125,14 +128,14 @@ def _settings(request: Request) -> Settings:
 def _store(request: Request) -> Store:
     """The store of the app's orchestrator: the one its agents query."""
     orchestrator = request.app.state.orchestrator
-    return store_for(orchestrator.settings, orchestrator.resources)
-
-
-StoreDep = Annotated[Store, Depends(_store)]
+    try:
+        return store_for(orchestrator.settings, orchestrator.resources)
+    except SettingsError as exc:  # the pack's own settings; its agents are left out too
+        raise Refused(503, f"the data pack is not available: {exc}") from None
 
 
 def _error(status: int, message: str) -> JSONResponse:
-    category = "all_agents_failed" if status == 502 else "invalid_input"
+    category = "all_agents_failed" if status >= 500 else "invalid_input"
     body = OrchestratorErrorResponse(error_message=message, error_category=category)
     return JSONResponse(body.model_dump(mode="json"), status_code=status)
 
@@ -146,7 +149,7 @@ async def _call(work: Any, *args: Any, **kwargs: Any) -> Any:
     except LoadError as exc:
         raise Refused(422, str(exc)) from None
     except QueryFailed as exc:
-        raise Refused(502, str(exc)) from None
+        raise Refused(503, str(exc)) from None
 
 
 @router.post(
@@ -154,10 +157,10 @@ async def _call(work: Any, *args: Any, **kwargs: Any) -> Any:
     status_code=201,
     response_model=DataContext,
     summary="Upload a file as a data source",
-    responses={413: ERROR, 422: ERROR, 502: UNAVAILABLE},
+    responses={413: ERROR, 422: ERROR, 503: UNAVAILABLE},
     openapi_extra={"requestBody": UPLOAD_BODY},
 )
-async def upload_source(request: Request, store: StoreDep) -> Any:
+async def upload_source(request: Request) -> Any:
     """Load an uploaded CSV, TSV, Parquet, JSON or Excel file as a source (replacing one of
     the same name) and answer its data context, as `concerto data load` does.
 
@@ -168,6 +171,7 @@ async def upload_source(request: Request, store: StoreDep) -> Any:
     uploads = Path(_settings(request).data_dir) / "uploads"
     incoming = uploads / f".incoming-{uuid.uuid4().hex}"
     try:
+        store = _store(request)
         form = await _receive(request, incoming, store.max_file_bytes)
         target = source_name(form.name or form.stem)
         overrides = _overrides(form.describe)
@@ -183,11 +187,13 @@ async def upload_source(request: Request, store: StoreDep) -> Any:
     return context
 
 
-@router.get("/sources", response_model=list[SourceSummary], summary="List the data sources", responses={502: UNAVAILABLE})
-async def list_sources(store: StoreDep) -> Any:
+@router.get(
+    "/sources", response_model=list[SourceSummary], summary="List the data sources", responses={503: UNAVAILABLE}
+)
+async def list_sources(request: Request) -> Any:
     """Every loaded source, oldest first: name, rows, columns, file and when it was loaded."""
     try:
-        contexts: list[DataContext] = await _call(store.contexts)
+        contexts: list[DataContext] = await _call(_store(request).contexts)
     except Refused as exc:
         return _error(exc.status, exc.message)
     return [SourceSummary.model_validate(c, from_attributes=True) for c in contexts]
@@ -197,13 +203,13 @@ async def list_sources(store: StoreDep) -> Any:
     "/sources/{name}",
     response_model=DataContext,
     summary="Show a data source's data context",
-    responses={404: UNKNOWN, 502: UNAVAILABLE},
+    responses={404: UNKNOWN, 503: UNAVAILABLE},
 )
-async def show_source(name: str, store: StoreDep) -> Any:
+async def show_source(name: str, request: Request) -> Any:
     """The source's data context (by name or `data_source_id`): columns, types, samples,
     statistics and what each column means, as `concerto data show` prints it."""
     try:
-        return await _call(store.context, name)
+        return await _call(_store(request).context, name)
     except Refused as exc:
         return _error(exc.status, exc.message)
 
@@ -213,11 +219,12 @@ async def show_source(name: str, store: StoreDep) -> Any:
     status_code=204,
     response_class=Response,
     summary="Drop a data source",
-    responses={404: UNKNOWN, 502: UNAVAILABLE},
+    responses={404: UNKNOWN, 503: UNAVAILABLE},
 )
-async def drop_source(name: str, request: Request, store: StoreDep) -> Response:
+async def drop_source(name: str, request: Request) -> Response:
     """Remove the source, its data and its uploaded file, as `concerto data drop` does."""
     try:
+        store = _store(request)
         context: DataContext = await _call(store.context, name)
         await _call(store.drop, context.name)
     except Refused as exc:

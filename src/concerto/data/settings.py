@@ -16,3 +16,16 @@ class DataSettings(PackSettings):
     data_max_file_mb: int = Field(1024, ge=1, description="Largest file `concerto data load` or an upload accepts")
     data_row_cap: int = Field(10000, ge=1, le=1_000_000, description="Rows one query returns at most")
     data_query_timeout_s: float = Field(10.0, gt=0, le=600, description="Time limit of one query")
+    data_import_dirs: str = Field(
+        "",
+        description="Folders (separated by ':') from which a question may ask the data_ingestion agent to load "
+        "a file, besides the uploads folder of the data dir; empty: uploads only (the HTTP API never reads "
+        "other server files)",
+    )
+    data_embed_max_values: int = Field(
+        5000,
+        ge=0,
+        le=1_000_000,
+        description="Distinct values of a free-text column embedded at load time for semantic search "
+        "(0: none); a column with more is not embedded, and the load says so",
+    )

@@ -89,7 +89,7 @@ class AnalyticsAgent(Agent):
         await context.emit(EventType.RECEIVED, "Received request", {"request": request[:100]}, step=1)
         await context.emit(EventType.THINKING, "Loading data context", {}, step=2)
         store = store_for(context.settings, context.resources)
-        source = await self._source(store, payload)
+        source = await self.source(store, payload, context)
         values = await self._values(store, source) if self.needs_values else {}
         similar = await asyncio.to_thread(self._similarity, request, source)
         reading = read(request, source, values, similar=similar)
@@ -130,6 +130,10 @@ class AnalyticsAgent(Agent):
     def insights(self, work: Work, executed: list[Executed]) -> Insights:
         """Findings computed from the results, worded with their numbers."""
         raise NotImplementedError
+
+    def extra_results(self, work: Work) -> list[dict[str, Any]]:
+        """Results that are not query rows (e.g. a source's column profile), in the spec's shape."""
+        return []
 
     def measure(self, work: Work) -> str:
         """The measure the question names, else the source's main one; a failure when it has none."""
@@ -187,6 +191,10 @@ class AnalyticsAgent(Agent):
         return holdings_of(contexts)
 
     # -- shared steps ----------------------------------------------------------------------
+
+    async def source(self, store: Store, payload: dict[str, Any], context: AgentContext) -> DataContext:
+        """The source the question is about (`data_ingestion` loads it first)."""
+        return await self._source(store, payload)
 
     async def _source(self, store: Store, payload: dict[str, Any]) -> DataContext:
         name = payload.get("source") or payload.get("data_source_id")
@@ -260,6 +268,7 @@ class AnalyticsAgent(Agent):
             else:
                 entry |= {"data": [], "row_count": 0, "error": e.error}
             results.append(entry)
+        results += self.extra_results(work)
         first = next((e for e in executed if e.result is not None), None)
         hint = first.planned.chart if first else "table"
         return {

@@ -163,7 +163,14 @@ def _groups(work: Work, measure: str, category: str, population: exp.Expr | None
         entities=entities(work, measure, population, category).subquery("entities"),
         dim=exp.column(category, quoted=True),
     )
-    return Planned(f"average {measure} per {work.source.semantic_profile.entity_name} by {category} against the overall average", query, "bar", "grp", ["vs_average_pct"], "groups")  # fmt: skip
+    return Planned(
+        f"average {measure} per {work.source.semantic_profile.entity_name} by {category} against the overall average",
+        query,
+        "bar",
+        "grp",
+        ["vs_average_pct"],
+        "groups",
+    )
 
 
 def _best(work: Work, measure: str, category: str, population: exp.Expr | None, *, places: int = 1) -> Planned:
@@ -204,7 +211,14 @@ def _history(work: Work, measure: str, population: exp.Expr | None, focus: Filte
     if focus is not None:
         labelled = sql.labelled(work.source, query)
         named = labelled.where(exp.In(this=sql.col(focus.column), expressions=[sql.literal(v) for v in focus.values]))
-        return Planned(f"{measure} and percentile per year", named.order_by("year"), "line", "year", ["percentile_rank"], HISTORY.name)  # fmt: skip
+        return Planned(
+            f"{measure} and percentile per year",
+            named.order_by("year"),
+            "line",
+            "year",
+            ["percentile_rank"],
+            HISTORY.name,
+        )
     totals = sql.template(
         """SELECT year, ROUND(SUM(value), 2) AS total, ROUND(AVG(value), 2) AS average, COUNT(*) AS entities
         FROM p_h GROUP BY year ORDER BY year""",

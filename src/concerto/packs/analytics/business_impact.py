@@ -186,14 +186,22 @@ def _series(work: Work, measure: str, kind: Kind) -> Planned:
 def _scope(work: Work, measure: str, kind: Kind) -> Planned:
     """The measure over the baseline, overall and within the question's filters (the part affected)."""
     inside = sql.where(Reading(filters=work.reading.filters), work.source)
-    in_scope = exp.Sum(this=exp.Case(ifs=[exp.If(this=inside, true=sql.col(measure))])) if inside else exp.Sum(this=sql.col(measure))  # fmt: skip
+    in_scope = (
+        exp.Sum(this=exp.Case(ifs=[exp.If(this=inside, true=sql.col(measure))]))
+        if inside
+        else exp.Sum(this=sql.col(measure))
+    )
     query = sql.select_from(
         work.source,
         exp.alias_(sql.rounded(exp.Sum(this=sql.col(measure))), "total"),
         exp.alias_(sql.rounded(in_scope), "affected"),
         exp.alias_(exp.Count(this=exp.Star()), "rows"),
     )
-    period = sql.period_condition(str(work.source.semantic_profile.time_column), work.reading.period) if work.reading.period and work.source.semantic_profile.time_column else None  # fmt: skip
+    period = (
+        sql.period_condition(str(work.source.semantic_profile.time_column), work.reading.period)
+        if work.reading.period and work.source.semantic_profile.time_column
+        else None
+    )
     query = sql.filtered(query, _and(period, _latest(work)))
     scope = "; ".join(f"{f.column} {words.listing([str(v) for v in f.values])}" for f in work.reading.filters)
     return Planned(f"{measure} affected by the change{f' ({scope})' if scope else ''}", query, "table", kind=kind.name)
@@ -208,7 +216,9 @@ def _elasticity(work: Work, money: str, quantity: str) -> Planned:
         m=sql.col(money),
         t=sql.table(work.source),
     )
-    return Planned(f"price elasticity of {quantity} (price = {money} / {quantity})", query, "table", kind=SENSITIVITY.name)  # fmt: skip
+    return Planned(
+        f"price elasticity of {quantity} (price = {money} / {quantity})", query, "table", kind=SENSITIVITY.name
+    )
 
 
 def _scenario(work: Work, measure: str, text: str) -> Planned:
@@ -227,7 +237,9 @@ def _scenario(work: Work, measure: str, text: str) -> Planned:
         entities=entities(work, measure, _and(sql.where(work.reading, work.source), _latest(work))).subquery("e"),
         n=exp.Literal.number(n),
     )
-    return Planned(f"losing the top {n} {work.source.semantic_profile.entity_name}s", query, "table", kind=SCENARIO.name)  # fmt: skip
+    return Planned(
+        f"losing the top {n} {work.source.semantic_profile.entity_name}s", query, "table", kind=SCENARIO.name
+    )
 
 
 def _top(text: str) -> int:

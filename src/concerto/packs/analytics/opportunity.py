@@ -195,7 +195,14 @@ def _underserved(work: Work, measure: str, category: str, condition: exp.Expr | 
         dim=exp.column(category, quoted=True),
         entities=segmentation_entities(work, measure, condition, category).subquery("e"),
     )
-    return Planned(f"share of {work.source.semantic_profile.entity_name}s and of {measure} by {category}", query, "bar", "grp", ["pct_entities", "pct_total"], UNDERSERVED.name)  # fmt: skip
+    return Planned(
+        f"share of {work.source.semantic_profile.entity_name}s and of {measure} by {category}",
+        query,
+        "bar",
+        "grp",
+        ["pct_entities", "pct_total"],
+        UNDERSERVED.name,
+    )
 
 
 def _score(work: Work, measure: str, engagement: str | None, condition: exp.Expr | None) -> Planned:

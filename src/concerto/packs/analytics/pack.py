@@ -13,5 +13,7 @@ pack = Pack(
         "concerto.packs.analytics.risk:RiskAgent",
         "concerto.packs.analytics.benchmark:BenchmarkAgent",
         "concerto.packs.analytics.business_impact:BusinessImpactAgent",
+        "concerto.packs.analytics.data_ingestion:DataIngestionAgent",
+        "concerto.packs.analytics.data_discovery:DataDiscoveryAgent",
     ],
 )

@@ -191,14 +191,28 @@ def _scored(work: Work, f: Factors, condition: exp.Expr | None, where: str, orde
 
 def _score(work: Work, f: Factors, condition: exp.Expr | None) -> Planned:
     query = _scored(work, f, condition, f"risk_score >= {AT_RISK}", "risk_score DESC")
-    return Planned(f"risk score per {work.source.semantic_profile.entity_name} ({f.describe()}; latest {RECENT} periods against the {EARLIER} before)", query, "bar", "entity", ["risk_score"], SCORE.name)  # fmt: skip
+    return Planned(
+        f"risk score per {work.source.semantic_profile.entity_name} ({f.describe()}; latest {RECENT} periods against the {EARLIER} before)",
+        query,
+        "bar",
+        "entity",
+        ["risk_score"],
+        SCORE.name,
+    )
 
 
 def _decline(work: Work, f: Factors, condition: exp.Expr | None) -> Planned:
     column = "activity_change_pct" if f.activity and work.reading.measure == f.activity else "value_change_pct"
     query = _scored(work, f, condition, f"{column} <= -20", f"{column} ASC")
     measure = f.activity if column.startswith("activity") else f.value
-    return Planned(f"{measure} down 20% or more (latest {RECENT} periods against the {EARLIER} before)", query, "bar", "entity", [column], DECLINE.name)  # fmt: skip
+    return Planned(
+        f"{measure} down 20% or more (latest {RECENT} periods against the {EARLIER} before)",
+        query,
+        "bar",
+        "entity",
+        [column],
+        DECLINE.name,
+    )
 
 
 def _warning(work: Work, f: Factors, condition: exp.Expr | None) -> Planned:
@@ -239,12 +253,22 @@ def _churn(work: Work, f: Factors, condition: exp.Expr | None) -> Planned:
     )
     assert isinstance(query, exp.Select)
     labelled = sql.labelled(work.source, query, *_category(work))
-    return Planned(f"{work.source.semantic_profile.entity_name}s with no {f.value} in the latest period", labelled.order_by(exp.Ordered(this=exp.column("usual_per_period"), desc=True)), "table", kind=CHURN.name)  # fmt: skip
+    return Planned(
+        f"{work.source.semantic_profile.entity_name}s with no {f.value} in the latest period",
+        labelled.order_by(exp.Ordered(this=exp.column("usual_per_period"), desc=True)),
+        "table",
+        kind=CHURN.name,
+    )
 
 
 def _attention(work: Work, f: Factors, condition: exp.Expr | None) -> Planned:
     query = _scored(work, f, condition, f"risk_score >= {AT_RISK / 2} AND value_percentile >= 80", "value_recent DESC")
-    return Planned(f"high-value {work.source.semantic_profile.entity_name}s (top 20% by {f.value}) with a rising risk score", query, "table", kind=ATTENTION.name)  # fmt: skip
+    return Planned(
+        f"high-value {work.source.semantic_profile.entity_name}s (top 20% by {f.value}) with a rising risk score",
+        query,
+        "table",
+        kind=ATTENTION.name,
+    )
 
 
 def _worst_change(row: dict[str, Any]) -> str:
