@@ -39,6 +39,8 @@ def jsonable(value: Any) -> Any:
         return value.decode("utf-8", errors="replace")
     if isinstance(value, int | float | str | bool) or value is None:
         return value
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
     return str(value)
 
 
@@ -109,6 +111,7 @@ class DataContext(BaseModel):
     field_mappings: dict[str, FieldMapping] = Field(default_factory=dict, description="logical name → column")
     backend: Literal["duckdb", "postgres"] = "duckdb"
     loaded_at: datetime
+    embedding_table: str | None = Field(None, description="Table holding the embeddings of embedded_columns")
     embedded_columns: list[str] = Field(
         default_factory=list, description="Text columns with embeddings, for semantic search"
     )

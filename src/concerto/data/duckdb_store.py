@@ -19,11 +19,12 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import duckdb
+from sqlglot import exp
 
 from concerto.data.context import DataContext, ProfileOverrides
 from concerto.data.load import LoadError, read_file
 from concerto.data.profile import profile_table
-from concerto.data.store import QueryFailed, SourceError, Store, source_name
+from concerto.data.store import QueryFailed, QueryResult, SourceError, Store, source_name
 
 
 class DuckDBStore(Store):
@@ -81,6 +82,14 @@ class DuckDBStore(Store):
                 context = profile_table(
                     con, name, name=name, file_name=Path(path).name, overrides=overrides, notes=notes
                 )
+                vectors = self._embeddings(con, context)
+                if vectors is not None:
+                    con.register("concerto_vectors", vectors)
+                    con.execute(
+                        f'CREATE TABLE "{context.embedding_table}" AS SELECT column_name, value, '
+                        "CAST(embedding AS FLOAT[384]) AS embedding FROM concerto_vectors"
+                    )
+                    con.unregister("concerto_vectors")
             with self._lock:
                 self._forget(name)
                 os.replace(partial, self._db(name))
@@ -136,6 +145,23 @@ class DuckDBStore(Store):
         finally:
             timer.cancel()
             cursor.close()
+
+    def nearest(self, context: DataContext, column: str, vector: Any, k: int) -> QueryResult:
+        """Cosine similarity in SQL (`array_cosine_similarity` on the FLOAT[384] column)."""
+        assert context.embedding_table is not None, f"{context.name} has no embeddings"
+        literal = exp.cast(
+            exp.Array(expressions=[exp.Literal.number(round(float(x), 6)) for x in vector]),
+            exp.DataType.build(f"FLOAT[{len(vector)}]", dialect="duckdb"),
+        )
+        similarity = exp.Anonymous(this="array_cosine_similarity", expressions=[exp.column("embedding"), literal])
+        query = (
+            exp.select("value", exp.alias_(exp.Round(this=exp.cast(similarity, "DOUBLE"), decimals=exp.Literal.number(4)), "similarity"))
+            .from_(exp.to_table(context.embedding_table, quoted=True))
+            .where(exp.EQ(this=exp.column("column_name"), expression=exp.Literal.string(column)))
+            .order_by(exp.Ordered(this=exp.column("similarity"), desc=True))
+            .limit(k)
+        )
+        return self.query(context, query)
 
     def _forget(self, name: str) -> None:
         known = self._readers.pop(name, None)

@@ -119,14 +119,15 @@ class PostgresStore(Store):
                 context = profile_table(
                     duck, name, name=name, file_name=path.name, backend="postgres", overrides=overrides, notes=notes
                 )
+                vectors = self._embeddings(duck, context)
                 csv_path = Path(tmp) / "rows.csv"
                 duck.execute(f'COPY "{name}" TO $1 (FORMAT csv, HEADER true)', [str(csv_path)])
             except duckdb.Error as exc:
                 raise LoadError(f"{path.name} could not be loaded: {_first_line(exc)}") from None
-            self._copy_in(context, csv_path)
+            self._copy_in(context, csv_path, vectors)
         return context
 
-    def _copy_in(self, context: DataContext, csv_path: Path) -> None:
+    def _copy_in(self, context: DataContext, csv_path: Path, vectors: Any = None) -> None:
         """Create the table under a temporary name, stream the rows in, then swap it in."""
         con = self._connection()
         partial = f"{context.name}__loading_{os.getpid()}"
@@ -160,6 +161,7 @@ class PostgresStore(Store):
                         pgsql.Identifier(SCHEMA, context.name), pgsql.Identifier(READER)
                     )
                 )
+                self._vectors_in(con, context, vectors)
                 con.execute(
                     f"INSERT INTO {SCHEMA}.sources (name, context, loaded_at) VALUES (%s, %s, %s) "
                     "ON CONFLICT (name) DO UPDATE SET context = EXCLUDED.context, loaded_at = EXCLUDED.loaded_at",
@@ -168,11 +170,35 @@ class PostgresStore(Store):
         except psycopg.Error as exc:
             raise LoadError(f"{context.file_name} could not be stored in PostgreSQL: {_first_line(exc)}") from None
 
+    def _vectors_in(self, con: psycopg.Connection[Any], context: DataContext, vectors: Any) -> None:
+        """The source's embeddings table (real[]: pgvector is not assumed), replaced, readable by the reader."""
+        from concerto.data.embed import embedding_table
+
+        target = pgsql.Identifier(SCHEMA, embedding_table(context.name))
+        con.execute(pgsql.SQL("DROP TABLE IF EXISTS {}").format(target))
+        if vectors is None:
+            return
+        con.execute(pgsql.SQL("CREATE TABLE {} (column_name text, value text, embedding real[])").format(target))
+        with con.cursor() as cur, cur.copy(pgsql.SQL("COPY {} FROM STDIN").format(target)) as copy:
+            for column, value, vector in zip(
+                vectors.column("column_name").to_pylist(),
+                vectors.column("value").to_pylist(),
+                vectors.column("embedding").to_pylist(),
+                strict=True,
+            ):
+                copy.write_row((column, value, vector))
+        con.execute(pgsql.SQL("GRANT SELECT ON {} TO {}").format(target, pgsql.Identifier(READER)))
+
     def drop(self, name: str) -> None:
+        from concerto.data.embed import embedding_table
+
         context = self.context(name)
         con = self._connection()
         with con.transaction():
             con.execute(pgsql.SQL("DROP TABLE IF EXISTS {}").format(pgsql.Identifier(SCHEMA, context.name)))
+            con.execute(
+                pgsql.SQL("DROP TABLE IF EXISTS {}").format(pgsql.Identifier(SCHEMA, embedding_table(context.name)))
+            )
             con.execute(f"DELETE FROM {SCHEMA}.sources WHERE name = %s", [context.name])
 
     def _run(self, context: DataContext, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:

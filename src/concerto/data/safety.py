@@ -43,7 +43,7 @@ _ALLOWED_FUNCS: frozenset[type[exp.Expression]] = frozenset(
         exp.Abs, exp.Round, exp.Floor, exp.Ceil, exp.Ln, exp.Log, exp.Exp, exp.Sqrt, exp.Pow,
         exp.Sign, exp.Greatest, exp.Least, exp.IsNan, exp.IsInf,
         # logic (sqlglot models AND and OR as functions too) and conditions
-        exp.And, exp.Or, exp.Xor, exp.Coalesce, exp.Nullif, exp.Case, exp.If, exp.Cast, exp.TryCast,
+        exp.And, exp.Or, exp.Xor, exp.Array, exp.Coalesce, exp.Nullif, exp.Case, exp.If, exp.Cast, exp.TryCast,
         # dates
         exp.TimestampTrunc, exp.DateTrunc, exp.Extract, exp.Year, exp.Quarter, exp.Month, exp.Week,
         exp.Day, exp.DayOfWeek, exp.DayOfYear, exp.Hour, exp.Minute, exp.DateDiff, exp.DateAdd,

@@ -6,6 +6,7 @@ demo, which themselves build on the interface.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,6 +14,7 @@ from concerto.data.store import DEMO, SourceError, Store
 
 if TYPE_CHECKING:
     from concerto.data.context import DataContext
+    from concerto.nlp.embeddings import Embedder
     from concerto.resources import Resources
     from concerto.settings import Settings
 
@@ -28,6 +30,8 @@ def store_for(settings: Settings, resources: Resources | None = None) -> Store:
             "row_cap": data.data_row_cap,
             "timeout_s": data.data_query_timeout_s,
             "max_file_bytes": data.data_max_file_mb * 2**20,
+            "embedder": _embedder(resources),
+            "embed_max_values": data.data_embed_max_values,
         }
         if data.database_url:
             from concerto.data.postgres_store import PostgresStore
@@ -40,6 +44,16 @@ def store_for(settings: Settings, resources: Resources | None = None) -> Store:
     if resources is None:
         return make()
     return resources.get("data.store", make)
+
+
+def _embedder(resources: Resources | None) -> Callable[[], Embedder]:
+    """The shared embedder when there are shared resources, else the default one (made on first use)."""
+    if resources is not None:
+        return lambda: resources.embedder
+    from concerto.nlp.embeddings import default_embedder
+
+    made: list[Embedder] = []
+    return lambda: made[0] if made else made.append(default_embedder()) or made[0]
 
 
 def choose(store: Store, name: str | None = None) -> DataContext:

@@ -11,13 +11,16 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, Field
 from sqlglot import exp
 
 from concerto.data.context import DataContext, ProfileOverrides, jsonable
 from concerto.data.safety import check_query
+
+if TYPE_CHECKING:
+    from concerto.nlp.embeddings import Embedder
 
 NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
 DEMO = "demo"
@@ -42,6 +45,13 @@ class QueryResult(BaseModel):
     duration_ms: float = 0.0
 
 
+def _vectors_query(context: DataContext, column: str) -> exp.Select:
+    assert context.embedding_table is not None, f"{context.name} has no embeddings"
+    condition = exp.EQ(this=exp.column("column_name"), expression=exp.Literal.string(column))
+    table = exp.to_table(context.embedding_table, quoted=True)
+    return exp.select("value", "embedding").from_(table).where(condition)
+
+
 def source_name(text: str) -> str:
     """A valid source name from a file stem or a user's choice: lower snake case, starting
     with a letter ("Q3 Sales (final)" → q3_sales_final, "2024" → t_2024)."""
@@ -58,10 +68,20 @@ class Store(ABC):
 
     dialect: ClassVar[str]
 
-    def __init__(self, *, row_cap: int, timeout_s: float, max_file_bytes: int) -> None:
+    def __init__(
+        self,
+        *,
+        row_cap: int,
+        timeout_s: float,
+        max_file_bytes: int,
+        embedder: Callable[[], Embedder] | None = None,
+        embed_max_values: int = 5000,
+    ) -> None:
         self.row_cap = row_cap
         self.timeout_s = timeout_s
         self.max_file_bytes = max_file_bytes
+        self.embedder = embedder  # text columns are embedded at load time when given
+        self.embed_max_values = embed_max_values
 
     @abstractmethod
     def contexts(self) -> list[DataContext]:
@@ -85,6 +105,20 @@ class Store(ABC):
     ) -> DataContext:
         """Read the file into a new source (replacing one of the same name) and profile it."""
 
+    def _embeddings(self, con: Any, context: DataContext) -> Any:
+        """Embed the loaded table's text and name columns (see embed.py); record them in `context`
+        and return the vectors as an Arrow table for the store to write (None: nothing embedded)."""
+        from concerto.data.embed import embed_columns, embedding_table
+
+        vectors, embedded, notes = embed_columns(
+            con, context.table, context.detected_types, self.embedder, self.embed_max_values
+        )
+        context.notes += notes
+        if vectors is not None:
+            context.embedded_columns = embedded
+            context.embedding_table = embedding_table(context.name)
+        return vectors
+
     @abstractmethod
     def drop(self, name: str) -> None:
         """Remove the source and its data."""
@@ -92,6 +126,10 @@ class Store(ABC):
     def query(self, context: DataContext, sql: str | exp.Expr) -> QueryResult:
         """Check `sql` against the source (see safety.py), then run it under the row cap and time limit."""
         schema = {context.table: {c: p.type for c, p in context.detected_types.items()}}
+        if context.embedding_table:
+            from concerto.data.embed import SCHEMA
+
+            schema[context.embedding_table] = SCHEMA
         checked = self._adapt(check_query(sql, schema, dialect=self.dialect))
         capped = self._capped(checked)
         text = checked.sql(dialect=self.dialect)
@@ -106,6 +144,24 @@ class Store(ABC):
             row_count=len(data),
             truncated=truncated,
             duration_ms=(time.perf_counter() - started) * 1000,
+        )
+
+    def nearest(self, context: DataContext, column: str, vector: Any, k: int) -> QueryResult:
+        """The `k` values of an embedded column most similar (cosine) to `vector`, as rows of
+        `value, similarity`. Here: the column's vectors are fetched by a checked query and
+        compared in numpy (PostgreSQL without pgvector); DuckDB compares them in SQL."""
+        import numpy as np
+
+        fetched = self.query(context, _vectors_query(context, column))
+        if not fetched.data:
+            return fetched
+        matrix = np.asarray([row["embedding"] for row in fetched.data], dtype=np.float32)
+        norms = np.linalg.norm(matrix, axis=1) * float(np.linalg.norm(vector))
+        scores = matrix @ np.asarray(vector, dtype=np.float32) / np.maximum(norms, 1e-12)
+        order = np.argsort(-scores)[:k]
+        data = [{"value": fetched.data[i]["value"], "similarity": round(float(scores[i]), 4)} for i in order]
+        return fetched.model_copy(
+            update={"data": data, "columns": ["value", "similarity"], "row_count": len(data), "truncated": False}
         )
 
     def _adapt(self, query: exp.Query) -> exp.Query:

@@ -42,7 +42,7 @@ class BenchmarkAgent(AnalyticsAgent):
         capabilities=[
             "Compare entities against group averages",
             "Benchmark performance vs peers in same category",
-            "Calculate relative performance (% above/below average)",
+            "Calculate relative performance of entities (% above/below average)",
             "Rank entities within their segments",
             "Compare current performance to historical benchmarks",
         ],
@@ -53,7 +53,7 @@ class BenchmarkAgent(AnalyticsAgent):
             "which regions are above average in sales?",
             "rank customers within their region",
             "best customer in each segment",
-            "how did this year compare with last year?",
+            "how did sales this year compare with last year?",
         ],
         default_timeout_ms=20000,
     )

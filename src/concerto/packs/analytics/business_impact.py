@@ -68,6 +68,7 @@ class BusinessImpactAgent(AnalyticsAgent):
             "what would happen if we lost our top 5 customers?",
             "what is the revenue impact of a 20% drop in the West?",
             "project sales for the next 6 months",
+            "what would happen to revenue if we lost the South region?",
         ],
         default_timeout_ms=20000,
     )
