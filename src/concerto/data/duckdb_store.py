@@ -155,7 +155,12 @@ class DuckDBStore(Store):
         )
         similarity = exp.Anonymous(this="array_cosine_similarity", expressions=[exp.column("embedding"), literal])
         query = (
-            exp.select("value", exp.alias_(exp.Round(this=exp.cast(similarity, "DOUBLE"), decimals=exp.Literal.number(4)), "similarity"))
+            exp.select(
+                "value",
+                exp.alias_(
+                    exp.Round(this=exp.cast(similarity, "DOUBLE"), decimals=exp.Literal.number(4)), "similarity"
+                ),
+            )
             .from_(exp.to_table(context.embedding_table, quoted=True))
             .where(exp.EQ(this=exp.column("column_name"), expression=exp.Literal.string(column)))
             .order_by(exp.Ordered(this=exp.column("similarity"), desc=True))

@@ -76,6 +76,8 @@ class Work:
     previous: list[dict[str, Any]]
     context: AgentContext
     values: dict[str, list[object]]
+    store: Store | None = None
+    before: list[Executed] = field(default_factory=list)  # queries run while planning (fetch, then reason)
 
 
 class AnalyticsAgent(Agent):
@@ -93,16 +95,16 @@ class AnalyticsAgent(Agent):
         values = await self._values(store, source) if self.needs_values else {}
         similar = await asyncio.to_thread(self._similarity, request, source)
         reading = read(request, source, values, similar=similar)
-        work = Work(request, source, reading, list(payload.get("previous_results") or []), context, values)
+        work = Work(request, source, reading, list(payload.get("previous_results") or []), context, values, store)
         await context.emit(
             EventType.THINKING,
             "Analyzing and planning",
             {"source": source.name, "measures": reading.measures, "dimensions": reading.dimensions},
             step=3,
         )
-        planned = self.plan(work)
+        planned = await self.plan_steps(work)
         await context.emit(EventType.ACTION, "Executing queries", {"count": len(planned)}, step=4)
-        executed = [await self._execute(store, source, p, context) for p in planned]
+        executed = work.before + [await self._execute(store, source, p, context) for p in planned]
         done = [e for e in executed if e.result is not None]
         if planned and not done:
             raise AgentFailure(
@@ -126,6 +128,18 @@ class AnalyticsAgent(Agent):
     def plan(self, work: Work) -> list[Planned]:
         """The queries answering `work.request`; raise `AgentFailure` when none can."""
         raise NotImplementedError
+
+    async def plan_steps(self, work: Work) -> list[Planned]:
+        """`plan`, for agents whose plan needs data first (fetch, reason, then query): those
+        override this, run their first queries with `run_query` (kept in `work.before`)."""
+        return self.plan(work)
+
+    async def run_query(self, work: Work, planned: Planned) -> Executed:
+        """Run one query while planning; it is reported with the others."""
+        assert work.store is not None
+        done = await self._execute(work.store, work.source, planned, work.context)
+        work.before.append(done)
+        return done
 
     def insights(self, work: Work, executed: list[Executed]) -> Insights:
         """Findings computed from the results, worded with their numbers."""

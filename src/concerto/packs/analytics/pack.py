@@ -15,5 +15,7 @@ pack = Pack(
         "concerto.packs.analytics.business_impact:BusinessImpactAgent",
         "concerto.packs.analytics.data_ingestion:DataIngestionAgent",
         "concerto.packs.analytics.data_discovery:DataDiscoveryAgent",
+        "concerto.packs.analytics.semantic_text:SemanticTextAgent",
+        "concerto.packs.analytics.semantic_search:SemanticSearchAgent",
     ],
 )
