@@ -136,6 +136,17 @@ class Planner:
             return OrchestrationPlan(
                 intent=spec.name, tasks=tasks, source="table", reasoning=f"intent '{spec.name}' from the intent table"
             )
+        if decision.steps:
+            tasks = [self._task(a, step, i) for i, (a, step) in enumerate(decision.steps)]
+            for before, task in zip(tasks, tasks[1:], strict=False):
+                task.depends_on = [before.task_id]
+            return OrchestrationPlan(
+                intent=cls.primary_intent,
+                tasks=tasks,
+                strategy=ExecutionStrategy.SEQUENTIAL,
+                reasoning=" then ".join(t.agent for t in tasks) + ": each step works on the result of the one before",
+                source="default",
+            )
         tasks = [self._task(a, question, i) for i, a in enumerate(cls.agents)]
         reasoning = (
             f"{tasks[0].agent} answers the question"

@@ -22,7 +22,7 @@ from concerto.contracts.orchestrator import IntentClassification
 from concerto.llm.base import LLMClient, LLMError, Message, Usage
 from concerto.nlp.terms import named, stems
 from concerto.orchestrator.intents import IntentSpec
-from concerto.orchestrator.semantic import Match, SemanticIndex, Target, clauses
+from concerto.orchestrator.semantic import Match, SemanticIndex, Target, clauses, steps
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +37,7 @@ class RouteDecision:
     classification: IntentClassification
     structured: dict[str, dict[str, Any]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    steps: list[tuple[str, str]] = field(default_factory=list)  # (agent, its step's words) when one follows another
 
     @property
     def matched(self) -> bool:
@@ -133,6 +134,11 @@ class Router:
             decision = _unmatched(whole[0].score, "semantic", f"closest was {whole[0].name} at {whole[0].score:.2f}")
             decision.classification.secondary_intents = [m.name for m in whole[:3]]
             return decision
+        sequence = self._steps(question)
+        if sequence:
+            for agent, _ in sequence:
+                if agent not in [m.name for m in chosen]:
+                    chosen.append(Match(agent, next(m.score for m in whole if m.name == agent)))
         names = [m.name for m in chosen]
         agents = self._expand(names)
         decision = RouteDecision(
@@ -145,12 +151,29 @@ class Router:
                 reasoning="; ".join(f"{m.name} {m.score:.2f}" for m in chosen),
             )
         )
+        decision.steps = sequence
         runner_up = next((m for m in whole[1:] if m.name not in names), None)
         if runner_up and len(names) == 1 and whole[0].score - runner_up.score < AMBIGUITY_MARGIN:
             decision.notes.append(
                 f"{whole[0].name} ({whole[0].score:.2f}) and {runner_up.name} ({runner_up.score:.2f}) were close"
             )
         return decision
+
+    def _steps(self, question: str) -> list[tuple[str, str]]:
+        """(agent, step) for each step of a question that asks for one thing after another, when
+        every step finds an agent of its own (an intent stands for itself); else none."""
+        parts = steps(question)
+        if len(parts) < 2 or self.index is None:
+            return []
+        unready = self._unready()
+        found = []
+        for part, ranked in zip(parts, self.index.rank_many(parts), strict=True):
+            held = self._held([part])[0]
+            best = next(iter(_adjusted(ranked, held, unready)), None)
+            if best is None or best.score < self.threshold or best.name in self.intents:
+                return []
+            found.append((best.name, part))
+        return found
 
     def _held(self, texts: list[str]) -> list[dict[str, list[str]]]:
         """Per text, the agents holding terms it names, and which terms (data-aware routing)."""

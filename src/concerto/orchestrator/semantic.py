@@ -98,6 +98,18 @@ class SemanticIndex:
         return out
 
 
+# "A, then B" / "A and then B" / "A; after that B": B works on A's result.
+_STEPS = re.compile(
+    r"\s*(?:[,;]\s*)?(?:\band then\b|\bthen\b|\bafter that\b|\bafterwards\b|\bfollowed by\b)[,:]?\s*", re.I
+)
+
+
+def steps(question: str) -> list[str]:
+    """The steps of a question that asks for one thing after another ("segment customers,
+    then show the trend of each segment"); one step when it does not."""
+    return [p.strip(" ,;.") for p in _STEPS.split(question) if p and p.strip(" ,;.")]
+
+
 def clauses(question: str) -> list[str]:
     """The parts of a question joined by "and", commas and the like."""
     parts = [p.strip() for p in _CLAUSES.split(question) if p and p.strip()]

@@ -40,6 +40,7 @@ class Planned:
     x: str | None = None
     y: list[str] = field(default_factory=list)
     kind: str = ""  # which of the agent's query types
+    series: str | None = None  # a column splitting the chart into one line or bar group per value
 
 
 @dataclass
@@ -66,6 +67,28 @@ class Kind:
     description: str
 
 
+@dataclass(frozen=True)
+class Segments:
+    """Value tiers an earlier task defined (segmentation's output `segments`), for a later task to
+    break its own answer down by: entity → High / Medium / Low by the same bounds."""
+
+    source: str
+    measure: str
+    high_bound: float
+    low_bound: float
+
+    @classmethod
+    def from_previous(cls, previous: list[dict[str, Any]], source: str) -> Segments | None:
+        for item in previous:
+            spec = (item.get("result") or {}).get("segments")
+            if isinstance(spec, dict) and spec.get("source") == source:
+                try:
+                    return cls(source, str(spec["measure"]), float(spec["high_bound"]), float(spec["low_bound"]))
+                except (KeyError, TypeError, ValueError):
+                    continue
+        return None
+
+
 @dataclass
 class Work:
     """One question's state, passed to `plan` and `insights`."""
@@ -78,6 +101,11 @@ class Work:
     values: dict[str, list[object]]
     store: Store | None = None
     before: list[Executed] = field(default_factory=list)  # queries run while planning (fetch, then reason)
+
+    @property
+    def segments(self) -> Segments | None:
+        """Tiers from an earlier task of the plan ("segment ..., then ... of each segment")."""
+        return Segments.from_previous(self.previous, self.source.name)
 
 
 class AnalyticsAgent(Agent):
@@ -144,6 +172,10 @@ class AnalyticsAgent(Agent):
     def insights(self, work: Work, executed: list[Executed]) -> Insights:
         """Findings computed from the results, worded with their numbers."""
         raise NotImplementedError
+
+    def extra_output(self, work: Work, executed: list[Executed]) -> dict[str, Any]:
+        """Fields beyond the spec's structure that later tasks of a plan can use (e.g. `segments`)."""
+        return {}
 
     def extra_results(self, work: Work) -> list[dict[str, Any]]:
         """Results that are not query rows (e.g. a source's column profile), in the spec's shape."""
@@ -286,6 +318,7 @@ class AnalyticsAgent(Agent):
         first = next((e for e in executed if e.result is not None), None)
         hint = first.planned.chart if first else "table"
         return {
+            **self.extra_output(work, executed),
             "source": work.source.name,
             "results": results,
             "insights": {
@@ -357,4 +390,7 @@ def _chart(planned: Planned, result: QueryResult) -> dict[str, Any]:
     y = [c for c in planned.y if c in result.columns]
     if planned.chart == "table" or x is None or not y:
         return {"type": "table", "columns": result.columns}
-    return {"type": planned.chart, "x": x, "y": y}
+    chart: dict[str, Any] = {"type": planned.chart, "x": x, "y": y}
+    if planned.series in result.columns:
+        chart["series"] = planned.series
+    return chart

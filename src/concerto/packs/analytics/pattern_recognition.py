@@ -92,38 +92,73 @@ def _time(work: Work) -> str:
 
 
 def _trend(work: Work, measure: str, condition: exp.Expr | None) -> Planned:
+    """The measure per period with its least-squares slope, per group when the question (or an
+    earlier segmentation) splits it: "sales trend by region", "... of each segment"."""
     grain = work.reading.grain or "month"
     rollup = sql.aggregate(sql.entity_measure(work.source, measure), measure)
+    rows, group, split = _grouped_rows(work)
     query = sql.template(
-        """WITH p AS (SELECT p_bucket AS period, p_rollup AS value FROM p_t WHERE p_cond GROUP BY 1),
-        n AS (SELECT period, value, ROW_NUMBER() OVER (ORDER BY period) AS step FROM p)
-        SELECT period, ROUND(value, 2) AS value,
-          ROUND(REGR_SLOPE(value, step) OVER (), 4) AS slope, ROUND(REGR_R2(value, step) OVER (), 4) AS r2
-        FROM n ORDER BY period""",
+        """WITH p AS (SELECT p_grp AS grp, p_bucket AS period, p_rollup AS value FROM p_rows WHERE p_cond GROUP BY 1, 2),
+        n AS (SELECT grp, period, value, ROW_NUMBER() OVER (PARTITION BY grp ORDER BY period) AS step FROM p)
+        SELECT grp, period, ROUND(value, 2) AS value, ROUND(REGR_SLOPE(value, step) OVER (PARTITION BY grp), 4) AS slope,
+          ROUND(REGR_R2(value, step) OVER (PARTITION BY grp), 4) AS r2
+        FROM n ORDER BY grp, period""",
+        grp=group,
         bucket=sql.bucket(_time(work), grain),
         rollup=rollup,
-        t=sql.table(work.source),
+        rows=rows,
         cond=sql.condition_or_true(condition),
     )
-    return Planned(f"{measure} per {grain}", query, "line", "period", ["value"], TREND.name)
+    what = f"{measure} per {grain}" + (f" by {split}" if split else "")
+    return Planned(what, query, "line", "period", ["value"], TREND.name, series="grp" if split else None)
+
+
+def _grouped_rows(work: Work) -> tuple[exp.Expr, exp.Expr, str | None]:
+    """(the rows to read, the group expression, what the group is): tiers from an earlier
+    segmentation, else the question's category, else one group."""
+    source = work.source
+    key = source.semantic_profile.entity_key
+    if work.segments is not None and key:
+        from concerto.packs.analytics.segmentation import tier_of_entity
+
+        joined = exp.select(exp.Star()).from_(sql.table(source))
+        joined = joined.join(
+            tier_of_entity(work).subquery("tiers"),
+            on=exp.EQ(this=sql.col(key, source.table), expression=exp.column("entity", "tiers")),
+        )
+        return joined.subquery("r"), exp.column("tier"), f"{work.segments.measure} tier"
+    dimension = next((d for d in work.reading.dimensions if source.detected_types[d].role == "category"), None)
+    if dimension:
+        return sql.table(source), sql.col(dimension), dimension
+    return sql.table(source), exp.Literal.string("all"), None
 
 
 def _outliers(work: Work, measure: str, condition: exp.Expr | None) -> Planned:
-    key = work.source.semantic_profile.entity_key
-    label = next(iter(work.source.columns_with("label")), None)
-    shown = [c for c in (key, label, work.source.semantic_profile.time_column) if c]
+    """Values far from the norm: an entity's own values when the data is a panel (an entity over
+    time: beyond 3 standard deviations of its own mean), else all rows (beyond 2)."""
+    source = work.source
+    key = source.semantic_profile.entity_key
+    time_column = source.semantic_profile.time_column
+    label = sql.label_column(source)
+    shown = [c for c in (key, label, time_column) if c]
+    panel = bool(key and time_column)
     query = sql.template(
-        """WITH s AS (SELECT AVG(p_m) AS mean, STDDEV_SAMP(p_m) AS sd, COUNT(p_m) AS n FROM p_t WHERE p_cond)
-        SELECT *, ROUND((p_m - mean) / sd, 2) AS z_score, ROUND(p_m / mean, 2) AS times_average, n
-        FROM p_t CROSS JOIN s WHERE p_cond AND sd > 0 AND ABS(p_m - mean) > 2 * sd
-        ORDER BY ABS(p_m - mean) DESC LIMIT 25""",
+        """WITH s AS (SELECT *, AVG(p_m) OVER (PARTITION BY p_by) AS mean, STDDEV_SAMP(p_m) OVER (PARTITION BY p_by) AS sd,
+            COUNT(*) OVER () AS n FROM p_t WHERE p_cond)
+        SELECT *, ROUND((p_m - mean) / sd, 2) AS z_score, ROUND(p_m / NULLIF(mean, 0), 2) AS times_average, n
+        FROM s WHERE sd > 0 AND ABS(p_m - mean) > p_k * sd
+        ORDER BY ABS(p_m - mean) / sd DESC LIMIT 25""",
         m=sql.col(measure),
-        t=sql.table(work.source),
+        by=sql.col(key) if panel and key else exp.Literal.number(1),
+        t=sql.table(source),
         cond=sql.condition_or_true(condition),
+        k=exp.Literal.number(3 if panel else 2),
     )
     assert isinstance(query, exp.Select)
     query.set("expressions", [*(sql.col(c) for c in shown), sql.col(measure), *query.expressions[1:]])
-    return Planned(f"outliers of {measure} (beyond 2 standard deviations)", query, "table", kind=OUTLIERS.name)
+    entity = source.semantic_profile.entity_name
+    norm = f"beyond 3 standard deviations of each {entity}'s own values" if panel else "beyond 2 standard deviations"
+    return Planned(f"outliers of {measure} ({norm})", query, "table", kind=OUTLIERS.name)
 
 
 def _distribution(work: Work, measure: str, condition: exp.Expr | None) -> Planned:
@@ -181,26 +216,38 @@ def _change(work: Work, measure: str, condition: exp.Expr | None) -> Planned:
 
 
 def _trend_findings(rows: list[dict[str, Any]], measure: str, entity: str) -> list[str]:
-    first, last = float(rows[0]["value"]), float(rows[-1]["value"])
-    slope, r2 = rows[0]["slope"], rows[0]["r2"]
-    direction = "upward" if (slope or 0) > 0 else "downward" if (slope or 0) < 0 else "flat"
-    if r2 is not None and r2 < 0.3:
-        direction = "no clear"
-    peak = max(rows, key=lambda r: r["value"])
-    trough = min(rows, key=lambda r: r["value"])
-    return [
-        f"{measure.capitalize()} shows a {direction} trend: {words.change(first, last)} from {rows[0]['period']} to "
-        f"{rows[-1]['period']} (least-squares slope {words.number(slope)} per period, R² {r2}, n = {len(rows)} periods)",
-        f"Peak {words.number(peak['value'])} in {peak['period']}; low {words.number(trough['value'])} in {trough['period']}",
-    ]
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(str(row["grp"]), []).append(row)
+    out = []
+    for name, series in groups.items():
+        first, last = float(series[0]["value"]), float(series[-1]["value"])
+        slope, r2 = series[0]["slope"], series[0]["r2"]
+        direction = "upward" if (slope or 0) > 0 else "downward" if (slope or 0) < 0 else "flat"
+        if r2 is not None and r2 < 0.3:
+            direction = "no clear"
+        who = measure.capitalize() if name == "all" else f"{name}: {measure}"
+        out.append(
+            f"{who} shows {'an' if direction == 'upward' else 'a'} {direction} trend: {words.change(first, last)} from "
+            f"{series[0]['period']} to {series[-1]['period']} (least-squares slope {words.number(slope)} per period, "
+            f"R² {r2}, n = {len(series)} periods)"
+        )
+    if len(groups) == 1:
+        series = next(iter(groups.values()))
+        peak = max(series, key=lambda r: r["value"])
+        trough = min(series, key=lambda r: r["value"])
+        out.append(
+            f"Peak {words.number(peak['value'])} in {peak['period']}; low {words.number(trough['value'])} in "
+            f"{trough['period']}"
+        )
+    return out
 
 
 def _outlier_findings(rows: list[dict[str, Any]], measure: str, entity: str) -> list[str]:
     high = [r for r in rows if float(r["z_score"]) > 0]
     strongest = rows[0]
     return [
-        f"{len(rows)} value(s) of {measure} lie beyond 2 standard deviations of the mean ({len(high)} above, "
-        f"n = {strongest['n']:,} rows)",
+        f"{len(rows)} value(s) of {measure} are outliers ({len(high)} above the norm, n = {strongest['n']:,} rows)",
         f"The most extreme is {strongest['times_average']}× the average (z = {strongest['z_score']})",
     ]
 

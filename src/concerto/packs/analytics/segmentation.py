@@ -71,6 +71,22 @@ class SegmentationAgent(AnalyticsAgent):
                 plans.append(_combined(work, measure, dimension, condition))
         return plans
 
+    def extra_output(self, work: Work, executed: list[Executed]) -> dict[str, Any]:
+        """The tier bounds, so a later task can break its answer down by the same tiers."""
+        for e in executed:
+            if e.planned.kind in (TIERS.name,) and e.result is not None and e.result.data:
+                row = e.result.data[0]
+                measure = work.reading.measure or default_measure(work.source)
+                return {
+                    "segments": {
+                        "source": work.source.name,
+                        "measure": measure,
+                        "high_bound": row["high_bound"],
+                        "low_bound": row["low_bound"],
+                    }
+                }
+        return {}
+
     def insights(self, work: Work, executed: list[Executed]) -> Insights:
         entity = work.source.semantic_profile.entity_name
         measure = work.reading.measure or default_measure(work.source) or "value"
@@ -102,6 +118,19 @@ def entities(work: Work, measure: str, condition: exp.Expr | None, *extra: str) 
         projections.append(exp.alias_(exp.AnyValue(this=sql.col(column)) if key else sql.col(column), column))
     query = sql.filtered(sql.select_from(source, *projections), condition)
     return query.group_by(sql.col(key)) if key else query
+
+
+def tier_of_entity(work: Work) -> exp.Select:
+    """entity → tier ('High', 'Medium', 'Low') by the bounds an earlier segmentation reported."""
+    segments = work.segments
+    assert segments is not None
+    return sql.template(
+        """SELECT entity, CASE WHEN value >= p_high THEN 'High' WHEN value >= p_low THEN 'Medium' ELSE 'Low' END AS tier
+        FROM p_entities""",
+        entities=entities(work, segments.measure, None).subquery("entities"),
+        high=exp.Literal.number(segments.high_bound),
+        low=exp.Literal.number(segments.low_bound),
+    )  # type: ignore[return-value]
 
 
 def _tiers(work: Work, measure: str, profile: list[str], condition: exp.Expr | None) -> Planned:

@@ -7,6 +7,8 @@ entities or groups by a measure; the rows that match the question's filters.
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlglot import exp
 
 from concerto.agents.base import AgentFailure, AgentInfo
@@ -88,9 +90,13 @@ class SQLAnalyticsAgent(AnalyticsAgent):
         time_column = source.semantic_profile.time_column
         if r.grain and time_column:
             bucket = sql.bucket(time_column, r.grain)
-            query = sql.select_from(source, exp.alias_(bucket, sql.alias(r.grain)), exp.alias_(value, sql.alias(name)))
-            query = sql.filtered(query, condition).group_by(bucket.copy()).order_by(bucket.copy())
-            return Planned(f"{purpose} by {r.grain}", query, "line", r.grain, [name])
+            split = next(iter(r.dimensions), None)
+            keys: list[exp.Expr] = [bucket.copy()] + ([sql.col(split)] if split else [])
+            projections = [exp.alias_(bucket, sql.alias(r.grain)), *([sql.col(split)] if split else [])]
+            query = sql.select_from(source, *projections, exp.alias_(value, sql.alias(name)))
+            query = sql.filtered(query, condition).group_by(*keys).order_by(*(k.copy() for k in keys))
+            what = f"{purpose} by {r.grain}" + (f" and {split}" if split else "")
+            return Planned(what, query, "line", r.grain, [name], series=split)
         if r.dimensions:
             dims = r.dimensions[:2]
             query = sql.select_from(source, *(sql.col(d) for d in dims), exp.alias_(value, sql.alias(name)))
@@ -143,14 +149,8 @@ class SQLAnalyticsAgent(AnalyticsAgent):
         total = sum(values)
         labels = [str(r[planned.x]) for r in rows]
         if planned.chart == "line":
-            first, last = values[0], values[-1]
-            peak = max(range(len(values)), key=values.__getitem__)
-            summary = (
-                f"{words.label(value_column).capitalize()} went from {words.number(first)} ({labels[0]}) to "
-                f"{words.number(last)} ({labels[-1]}), {words.change(first, last)}{scope}."
-            )
-            findings = [summary, f"Peak: {words.number(values[peak])} in {labels[peak]} (n = {len(rows)} periods)."]
-            return Insights(summary, findings, follow_ups=_follow_ups(work))
+            findings = _line_findings(rows, planned, value_column, scope)
+            return Insights(findings[0], findings, follow_ups=_follow_ups(work))
         verb = "is lowest" if work.reading.ascending else "leads"
         lead = f"{labels[0]} {verb} with {words.number(values[0])}"
         share = f" ({words.percent(values[0], total)} of the total)" if all(v >= 0 for v in values) else ""
@@ -165,6 +165,27 @@ class SQLAnalyticsAgent(AnalyticsAgent):
         if e.result.truncated:
             findings.append(f"Only the first {e.result.row_count} rows are shown.")
         return Insights(summary, findings, follow_ups=_follow_ups(work))
+
+
+def _line_findings(rows: list[dict[str, Any]], planned: Planned, value_column: str, scope: str) -> list[str]:
+    """First to last and the peak, per series when the chart has several."""
+    assert planned.x is not None
+    series: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        series.setdefault(str(row[planned.series]) if planned.series else "", []).append(row)
+    out = []
+    for name, part in series.items():
+        values = [float(r[value_column] or 0) for r in part]
+        labels = [str(r[planned.x]) for r in part]
+        head = f"{name}: " if name else ""
+        out.append(
+            f"{head}{words.label(value_column).capitalize()} went from {words.number(values[0])} ({labels[0]}) to "
+            f"{words.number(values[-1])} ({labels[-1]}), {words.change(values[0], values[-1])}{scope}."
+        )
+        if not name:
+            peak = max(range(len(values)), key=values.__getitem__)
+            out.append(f"Peak: {words.number(values[peak])} in {labels[peak]} (n = {len(part)} periods).")
+    return out
 
 
 def _refuse_unknown(work: Work) -> None:
