@@ -53,7 +53,13 @@ def _embedder(resources: Resources | None) -> Callable[[], Embedder]:
     from concerto.nlp.embeddings import default_embedder
 
     made: list[Embedder] = []
-    return lambda: made[0] if made else made.append(default_embedder()) or made[0]
+
+    def embedder() -> Embedder:
+        if not made:
+            made.append(default_embedder())
+        return made[0]
+
+    return embedder
 
 
 def choose(store: Store, name: str | None = None) -> DataContext:

@@ -41,6 +41,7 @@ class Planned:
     y: list[str] = field(default_factory=list)
     kind: str = ""  # which of the agent's query types
     series: str | None = None  # a column splitting the chart into one line or bar group per value
+    sql_text: str | None = None  # SQL written by an LLM: checked as text by the store (`query` is unused)
 
 
 @dataclass
@@ -112,6 +113,7 @@ class AnalyticsAgent(Agent):
     """Base of the analytics agents: subclasses set `info` and implement `plan` and `insights`."""
 
     needs_values: ClassVar[bool] = True
+    llm_planning: ClassVar[bool] = True  # with an LLM configured, the model plans the queries (llm_plan.py)
 
     async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
         started = time.perf_counter()
@@ -130,18 +132,22 @@ class AnalyticsAgent(Agent):
             {"source": source.name, "measures": reading.measures, "dimensions": reading.dimensions},
             step=3,
         )
-        planned = await self.plan_steps(work)
-        await context.emit(EventType.ACTION, "Executing queries", {"count": len(planned)}, step=4)
-        executed = work.before + [await self._execute(store, source, p, context) for p in planned]
-        done = [e for e in executed if e.result is not None]
-        if planned and not done:
-            raise AgentFailure(
-                "None of the queries could run: " + "; ".join(e.error or "" for e in executed),
-                error_type="query_failed",
-                kind=ErrorKind.ERROR,
-            )
-        await context.emit(EventType.THINKING, "Synthesizing insights", {}, step=5)
-        found = self.insights(work, executed)
+        llm_run = await self._with_llm(work, store) if context.llm is not None and self.llm_planning else None
+        if llm_run is not None:
+            executed, found = llm_run
+        else:
+            planned = await self.plan_steps(work)
+            await context.emit(EventType.ACTION, "Executing queries", {"count": len(planned)}, step=4)
+            executed = work.before + [await self._execute(store, source, p, context) for p in planned]
+            done = [e for e in executed if e.result is not None]
+            if planned and not done:
+                raise AgentFailure(
+                    "None of the queries could run: " + "; ".join(e.error or "" for e in executed),
+                    error_type="query_failed",
+                    kind=ErrorKind.ERROR,
+                )
+            await context.emit(EventType.THINKING, "Synthesizing insights", {}, step=5)
+            found = self.insights(work, executed)
         await context.emit(EventType.RESULT, "Analysis complete", {"summary": found.summary[:200]}, step=6)
         return AgentResult(
             output=self._output(work, executed, found, started),
@@ -161,6 +167,53 @@ class AnalyticsAgent(Agent):
         """`plan`, for agents whose plan needs data first (fetch, reason, then query): those
         override this, run their first queries with `run_query` (kept in `work.before`)."""
         return self.plan(work)
+
+    async def _with_llm(self, work: Work, store: Store) -> tuple[list[Executed], Insights] | None:
+        """Plan, run (correcting failed queries) and interpret with the LLM; None, with a note
+        saying why, when the model gives nothing that runs (the deterministic plan answers)."""
+        from concerto.llm.base import LLMError
+        from concerto.packs.analytics import llm_plan
+
+        context = work.context
+        role = f"{self.info.name} agent ({self.info.description})"
+        kinds = [Kind(f"type {i + 1}", text) for i, text in enumerate(self.info.capabilities)]
+        try:
+            planned = await llm_plan.plan_queries(work, role, kinds, store.dialect)
+        except LLMError as exc:
+            work.reading.notes.append(f"the LLM could not plan ({exc}); used the deterministic plan")
+            return None
+        await context.emit(EventType.ACTION, "Executing queries", {"count": len(planned), "by": "llm"}, step=4)
+        executed = []
+        for p in planned:
+            done = await self._execute(store, work.source, p, context)
+            for attempt in range(llm_plan.MAX_CORRECTIONS):
+                if done.result is not None or done.error is None:
+                    break
+                fixed = await llm_plan.correct(work, p.sql_text or "", done.error, store.dialect)
+                if not fixed:
+                    break
+                await context.emit(
+                    EventType.THINKING, f"Correcting a query (attempt {attempt + 1})", {"error": done.error[:200]}, 4
+                )
+                p = Planned(p.purpose, p.query, p.chart, p.x, p.y, "llm", p.series, fixed)
+                done = await self._execute(store, work.source, p, context)
+            executed.append(done)
+        if not any(e.result is not None for e in executed):
+            work.reading.notes.append(
+                "no query the LLM wrote could run ("
+                + "; ".join(e.error or "" for e in executed)[:300]
+                + "); used the deterministic plan"
+            )
+            return None
+        await context.emit(EventType.THINKING, "Synthesizing insights", {"by": "llm"}, step=5)
+        computed = _computed_findings(executed)
+        try:
+            said = await llm_plan.interpret(work, role, [_shown(e) for e in executed if e.result is not None])
+            found = Insights(said.summary, said.findings + computed, said.insights)
+        except LLMError as exc:
+            work.reading.notes.append(f"the LLM could not interpret the results ({exc})")
+            found = Insights(computed[0] if computed else "The queries ran.", computed)
+        return executed, found
 
     async def run_query(self, work: Work, planned: Planned) -> Executed:
         """Run one query while planning; it is reported with the others."""
@@ -290,7 +343,7 @@ class AnalyticsAgent(Agent):
 
     async def _execute(self, store: Store, source: DataContext, planned: Planned, context: AgentContext) -> Executed:
         try:
-            result = await asyncio.to_thread(store.query, source, planned.query)
+            result = await asyncio.to_thread(store.query, source, planned.sql_text or planned.query)
             return Executed(planned, result)
         except (UnsafeQuery, QueryFailed, SourceError) as exc:
             await context.emit(
@@ -328,7 +381,11 @@ class AnalyticsAgent(Agent):
                 "visualization_hint": hint,
             },
             "queries_executed": [
-                {"sql": e.result.sql if e.result else e.planned.query.sql(), "purpose": e.planned.purpose}
+                {
+                    "sql": e.result.sql if e.result else (e.planned.sql_text or e.planned.query.sql()),
+                    "purpose": e.planned.purpose,
+                    **({"error": e.error} if e.error else {}),
+                }
                 for e in executed
             ],
             "visualization_hint": hint,
@@ -355,8 +412,30 @@ class AnalyticsAgent(Agent):
         return entities
 
 
+def _shown(e: Executed) -> dict[str, Any]:
+    assert e.result is not None
+    return {"purpose": e.planned.purpose, "row_count": e.result.row_count, "data": e.result.data}
+
+
+def _computed_findings(executed: list[Executed]) -> list[str]:
+    """What any result says without interpretation: its size and its first row, with the numbers."""
+    from concerto.packs.analytics import words
+
+    out = []
+    for e in executed:
+        if e.result is None:
+            out.append(f"{e.planned.purpose}: the query could not run ({(e.error or '')[:120]})")
+            continue
+        first = e.result.data[0] if e.result.data else {}
+        shown = ", ".join(f"{k} {words.number(v)}" for k, v in list(first.items())[:5])
+        out.append(f"{e.planned.purpose}: {e.result.row_count} row(s)" + (f"; first: {shown}" if shown else ""))
+    return out
+
+
 # Single words too common to say a question is about the data ("what's the date").
-_GENERIC = frozenset("id name date time type value code key status number amount total count".split())
+_GENERIC = frozenset(
+    "id name date time type value code key status number amount total count day week month quarter year period".split()
+)
 
 
 def holdings_of(contexts: list[DataContext]) -> Holdings:

@@ -23,6 +23,7 @@ from concerto.packs.analytics.data_ingestion import describe
 class DataDiscoveryAgent(AnalyticsAgent):
     """Describes the loaded sources: columns, types, ranges, meanings, questions to ask."""
 
+    llm_planning = False  # its own steps (the LLM, when configured, reasons where the step needs it)
     needs_values = False
     info = AgentInfo(
         name="data_discovery",

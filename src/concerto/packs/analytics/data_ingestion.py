@@ -35,6 +35,7 @@ _AS = re.compile(r"\b(?:as|named|called)\s+[\"']?([A-Za-z][\w -]{0,62}?)[\"']?\s
 class DataIngestionAgent(AnalyticsAgent):
     """Loads an uploaded (or allowed) file as a source and reports what it holds."""
 
+    llm_planning = False  # its own steps (the LLM, when configured, reasons where the step needs it)
     needs_values = False
     info = AgentInfo(
         name="data_ingestion",

@@ -210,7 +210,7 @@ def _named_columns(text: str, context: DataContext) -> list[tuple[str, float]]:
 def _read_filters(question: str, context: DataContext, values: dict[str, list[object]], reading: Reading) -> None:
     """Values of category and label columns that the question names ("in the West", "Acme Energy")."""
     lowered = " " + " ".join(words(question)) + " "
-    hits = {
+    hits: dict[str, list[object]] = {
         column: [v for v in options if isinstance(v, str) and _mentions(lowered, v)]
         for column, options in values.items()
     }
@@ -219,7 +219,7 @@ def _read_filters(question: str, context: DataContext, values: dict[str, list[ob
         # A value inside a longer value also found ("Energy" in "Acme Energy"), in any column, is not separate.
         longest = [v for v in found if not any(str(v).lower() != w and str(v).lower() in w for w in everything)]
         if longest:
-            reading.filters.append(Filter(column, longest))
+            reading.filters.append(Filter(column, list(longest)))
 
 
 def _mentions(text: str, value: str) -> bool:

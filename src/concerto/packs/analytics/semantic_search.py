@@ -29,6 +29,7 @@ TOP_K = 10
 class SemanticSearchAgent(AnalyticsAgent):
     """Nearest records by meaning, from the embeddings made at load time."""
 
+    llm_planning = False  # its own steps (the LLM, when configured, reasons where the step needs it)
     info = AgentInfo(
         name="semantic_search",
         description=(

@@ -45,6 +45,7 @@ class Matches(BaseModel):
 class SemanticTextAgent(AnalyticsAgent):
     """Entities whose names, categories or descriptions mean what the question asks."""
 
+    llm_planning = False  # its own steps (the LLM, when configured, reasons where the step needs it)
     info = AgentInfo(
         name="semantic_text",
         description=(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentInfo, AgentResult
+from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentInfo, AgentResult, Holdings
 from concerto.contracts.common import ErrorKind
 from concerto.contracts.events import EventType
 from concerto.packs.kpi.formats import EXAMPLES, KPIQuery, looks_structured
@@ -65,6 +65,12 @@ class KPIAgent(Agent):
         ],
         default_timeout_ms=30000,
     )
+
+    def holdings(self) -> Holdings | None:
+        """The KPI and department names the store holds (read from a small file, not ChromaDB)."""
+        from concerto.packs.kpi.held import held
+
+        return held(self.settings.data_dir)
 
     def match_structured(self, text: str) -> dict[str, Any] | None:
         # An attempt at the format (starts with `kpi-`) is ours even when malformed, so the

@@ -240,6 +240,10 @@ class KPIStore:
                 ids=ids[start:end], embeddings=vectors[start:end], documents=docs[start:end], metadatas=metas[start:end]
             )
         self._catalog = None
+        from concerto.packs.kpi.held import write_names
+
+        catalog = self.catalog()
+        write_names(Path(self.settings.data_dir), catalog.names("kpi"), catalog.names("department"))
 
     # -- reading ----------------------------------------------------------------------
 
