@@ -55,11 +55,14 @@ class OpportunityAgent(AnalyticsAgent):
         default_timeout_ms=20000,
     )
 
-    def plan(self, work: Work) -> list[Planned]:
+    async def plan_steps(self, work: Work) -> list[Planned]:
+        from concerto.packs.analytics.peers import peer_category
+
         measure = self.measure(work)
         engagement = self.concept(work, ENGAGEMENT, exclude=(measure,))
         source = work.source
         has_time = source.semantic_profile.time_column is not None
+        condition = sql.where(work.reading, source)
         category = next(iter(work.reading.dimensions), None) or next(iter(source.columns_with("category")), None)
         available = [
             k
@@ -69,15 +72,16 @@ class OpportunityAgent(AnalyticsAgent):
             and (k is not UNDERSERVED or category)
             and (k is not SCORE or has_time)
         ]
-        condition = sql.where(work.reading, source)
+        chosen = self.choose(work, available)
+        peers = await peer_category(self, work, measure, condition) if GAP in chosen else None
         builders = {
             GROWTH: lambda: _growth(work, measure, condition),
-            GAP: lambda: _gap(work, measure, str(engagement), category, condition),
+            GAP: lambda: _gap(work, measure, str(engagement), peers, condition),
             LOOKALIKE: lambda: _lookalike(work, measure, condition),
             UNDERSERVED: lambda: _underserved(work, measure, str(category), condition),
             SCORE: lambda: _score(work, measure, engagement, condition),
         }
-        return [builders[k]() for k in self.choose(work, available)]
+        return [builders[k]() for k in chosen]
 
     def insights(self, work: Work, executed: list[Executed]) -> Insights:
         entity = work.source.semantic_profile.entity_name
@@ -92,7 +96,9 @@ class OpportunityAgent(AnalyticsAgent):
                 LOOKALIKE.name: _lookalike_findings,
                 UNDERSERVED.name: _underserved_findings,
                 SCORE.name: _score_findings,
-            }[e.planned.kind]
+            }.get(e.planned.kind)
+            if write is None:  # a step of planning (e.g. which category makes peers)
+                continue
             findings += write(e.result.data, entity, measure, e.planned)
         summary = findings[0] if findings else "No opportunity could be computed from the data."
         return Insights(summary, findings, follow_ups=[f"which of these {entity}s are at risk?"])

@@ -79,7 +79,9 @@ class PatternRecognitionAgent(AnalyticsAgent):
                 DISTRIBUTION.name: _distribution_findings,
                 EXTREMES.name: _extreme_findings,
                 CHANGE.name: _change_findings,
-            }[e.planned.kind]
+            }.get(e.planned.kind)
+            if write is None:  # a step of planning (e.g. which category makes peers)
+                continue
             findings += write(rows, measure, entity)
         summary = findings[0] if findings else "No pattern could be computed from the data."
         return Insights(summary, findings, follow_ups=[f"which {entity}s drive the {measure} trend?"])

@@ -103,7 +103,9 @@ class RiskAgent(AnalyticsAgent):
                 SCORE.name: _score_findings,
                 CHURN.name: _churn_findings,
                 ATTENTION.name: _attention_findings,
-            }[e.planned.kind]
+            }.get(e.planned.kind)
+            if write is None:  # a step of planning (e.g. which category makes peers)
+                continue
             findings += write(e.result.data, entity, e.planned)
             findings += _concentration(e.result.data, _category(work), e.planned)
         summary = findings[0] if findings else "No risk indicator could be computed from the data."
