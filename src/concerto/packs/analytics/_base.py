@@ -247,8 +247,31 @@ class AnalyticsAgent(Agent):
                 kind=ErrorKind.VALIDATION,
             )
         if not work.reading.measure:
+            strange = self.unexplained(work)
+            if strange:
+                raise AgentFailure(
+                    f"The source '{work.source.name}' has no column for '{' '.join(strange)}'. "
+                    f"Its columns are: {', '.join(work.source.columns)}.",
+                    error_type="unknown_column",
+                    kind=ErrorKind.VALIDATION,
+                    suggestion="Ask about one of: "
+                    + ", ".join(work.source.columns_with("money", "measure") or work.source.columns),
+                    details={"unknown": strange, "columns": work.source.columns},
+                )
             work.reading.notes.append(f"no measure named; used {found}")
         return found
+
+    def unexplained(self, work: Work) -> list[str]:
+        """Words of the question that neither the source (columns, values, descriptions) nor this
+        agent's own declaration explains: a measure the source does not have ("temperature")."""
+        from concerto.nlp.terms import NEAR, stem, word_score, words
+
+        info = self.info
+        vocabulary = {stem(w) for text in (info.description, *info.capabilities, *info.examples) for w in words(text)}
+        known = sorted(vocabulary)
+        return [
+            t for t in work.reading.unknown_terms if stem(t) not in vocabulary and word_score(stem(t), known) < NEAR
+        ]
 
     def concept(self, work: Work, meaning: str, *, exclude: tuple[str, ...] = (), floor: float = 0.3) -> str | None:
         """The numeric column whose description is closest in meaning to `meaning` (e.g. "how

@@ -29,6 +29,12 @@ from concerto.packs.analytics._base import AnalyticsAgent, Executed, Insights, P
 _FILE = re.compile(
     r"""(?:"([^"]+)"|'([^']+)'|(\S+\.(?:""" + "|".join(k.lstrip(".") for k in KINDS) + r""")))\b""", re.I
 )
+_COMMAND = re.compile(
+    r"^(?:please\s+)?(?:load|import|ingest|upload)\s+(?:the\s+)?(?:file\s+)?(?:\S+\.(?:"
+    + "|".join(k.lstrip(".") for k in KINDS)
+    + r")|\"[^\"]+\"|'[^']+')(?:\s+(?:as|named|called)\s+\S.*)?$",
+    re.I,
+)
 _AS = re.compile(r"\b(?:as|named|called)\s+[\"']?([A-Za-z][\w -]{0,62}?)[\"']?\s*$", re.I)
 
 
@@ -53,6 +59,11 @@ class DataIngestionAgent(AnalyticsAgent):
         examples=["load sales.csv as sales", "import the file customers.parquet", "ingest q3.xlsx as q3"],
         default_timeout_ms=120000,
     )
+
+    def match_structured(self, text: str) -> dict[str, Any] | None:
+        """ "load FILE [as NAME]" (also import / ingest / upload): the command form of this agent."""
+        found = _COMMAND.match(text.strip())
+        return {"request": text.strip()} if found else None
 
     async def source(self, store: Store, payload: dict[str, Any], context: AgentContext) -> DataContext:
         request = str(payload.get("request") or "")
