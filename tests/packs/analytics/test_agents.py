@@ -9,8 +9,8 @@ import pytest
 
 from concerto.contracts.events import EventType
 from concerto.data.demo import planted
-from concerto.orchestrator.events import EventStream
 from concerto.orchestrator.engine import Orchestrator
+from concerto.orchestrator.events import EventStream
 
 from .conftest import ask, output, rows
 
@@ -81,7 +81,7 @@ async def test_pattern_recognition_finds_the_growth_skew_and_the_planted_spikes(
     out = output(await ask(orchestrator, "how are sales distributed across customers?"), "pattern_recognition")
     assert re.search(
         r"right-skewed: median [\d,.]+ below mean [\d,.]+ \(skewness [\d.]+, n = 300\)", out["insights"]["summary"]
-    )  # noqa: E501
+    )
     out = output(await ask(orchestrator, "find anomalies in monthly sales"), "pattern_recognition")
     found = {r["customer_id"] for r in rows(out, "outliers")}
     assert set(FACTS["anomaly_customer_ids"]) <= found

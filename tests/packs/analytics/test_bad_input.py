@@ -72,7 +72,7 @@ async def test_an_unknown_or_dropped_source_is_named_with_those_that_exist(tmp_p
     csv.write_text("region,amount\nEast,1\nWest,2\n", encoding="utf-8")
     context = store.load(csv, "gone")
     store.drop("gone")
-    with pytest.raises(SourceError, match="'gone' was dropped|no data source named 'gone'"):
+    with pytest.raises(SourceError, match=r"'gone' was dropped|no data source named 'gone'"):
         store.query(context, 'SELECT COUNT(*) FROM "gone"')
     result = await orchestrator.ask({"query": "total amount by region", "source": "gone"})
     assert isinstance(result, OrchestratorErrorResponse)
