@@ -39,6 +39,7 @@ class OpportunityAgent(AnalyticsAgent):
         capabilities=[
             "Identify high-potential entities showing growth indicators",
             "Find upsell candidates (high engagement, low spend)",
+            "Find cross-sell targets among existing accounts",
             "Detect underserved segments with expansion potential",
             "Rank opportunities by potential value",
             "Identify entities similar to top performers",

@@ -44,7 +44,7 @@ class SegmentationAgent(AnalyticsAgent):
         examples=[
             "segment our customers by sales tier",
             "group customers into high, medium and low value",
-            "which region has the most high value customers?",
+            "where are our high value customers concentrated?",
             "customer segments by industry",
         ],
         default_timeout_ms=20000,
