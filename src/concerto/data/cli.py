@@ -59,6 +59,7 @@ def load(path: Path, name: str | None, describe: tuple[str, ...], as_json: bool)
         overrides = _overrides(path, target, describe)
         store = _store()
         context = _with_progress(lambda progress: store.load(path, target, overrides=overrides, progress=progress))
+        context = _llm_profile(store, context, overrides)
     except (LoadError, SourceError, ValueError) as exc:
         raise _fail(exc) from None
     if as_json:
@@ -112,6 +113,24 @@ def drop(name: str) -> None:
     except SourceError as exc:
         raise _fail(exc) from None
     click.echo(f"Dropped {name}.")
+
+
+def _llm_profile(store: Store, context: DataContext, overrides: ProfileOverrides) -> DataContext:
+    """With an LLM configured, its description of the data (the user's words over it)."""
+    import asyncio
+
+    from concerto.settings import Settings
+
+    settings = Settings()
+    if not settings.llm_configured:
+        return context
+    from concerto.data.llm_profile import profile_with_llm
+    from concerto.llm.openai_compat import llm_from_settings
+
+    llm = llm_from_settings(settings)
+    if llm is None:
+        return context
+    return asyncio.run(profile_with_llm(store, context, llm, overrides))
 
 
 def _overrides(path: Path, name: str, describe: tuple[str, ...]) -> ProfileOverrides:

@@ -103,6 +103,12 @@ class DuckDBStore(Store):
             partial.unlink(missing_ok=True)
             Path(f"{partial}.wal").unlink(missing_ok=True)
 
+    def save_context(self, context: DataContext) -> None:
+        with self._lock:
+            if not self._db(context.name).exists():
+                raise SourceError(f"the data source '{context.name}' was dropped")
+            _write_atomically(self._meta(context.name), context.model_dump_json(indent=2))
+
     def drop(self, name: str) -> None:
         context = self.context(name)
         with self._lock:

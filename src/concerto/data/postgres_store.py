@@ -170,6 +170,14 @@ class PostgresStore(Store):
         except psycopg.Error as exc:
             raise LoadError(f"{context.file_name} could not be stored in PostgreSQL: {_first_line(exc)}") from None
 
+    def save_context(self, context: DataContext) -> None:
+        con = self._connection()
+        done = con.execute(
+            f"UPDATE {SCHEMA}.sources SET context = %s WHERE name = %s", [context.model_dump_json(), context.name]
+        )
+        if done.rowcount == 0:
+            raise SourceError(f"the data source '{context.name}' was dropped")
+
     def _vectors_in(self, con: psycopg.Connection[Any], context: DataContext, vectors: Any) -> None:
         """The source's embeddings table (real[]: pgvector is not assumed), replaced, readable by the reader."""
         from concerto.data.embed import embedding_table

@@ -93,6 +93,13 @@ def profile_table(
     )
 
 
+def apply_overrides(context: DataContext, overrides: ProfileOverrides, *, source: str = "user") -> None:
+    """Put `overrides` over the context's profile (in place), noting what names no column."""
+    context.notes += _apply(context.semantic_profile, overrides, context.detected_types)
+    if overrides.model_fields_set:
+        context.semantic_profile.source = "llm" if source == "llm" else "user"
+
+
 def _apply(profile: SemanticProfile, overrides: ProfileOverrides, detected: dict[str, ColumnProfile]) -> list[str]:
     """Put what the user (or the LLM) said over the heuristic profile; note what names no column."""
     notes = []

@@ -178,6 +178,11 @@ async def upload_source(request: Request) -> Any:
         path = form.path.rename(form.path.with_name(f"{target}{form.suffix}"))
         context: DataContext = await _call(store.load, path, target, overrides=overrides)
         await run_in_threadpool(_keep, path, uploads, target)
+        llm = request.app.state.orchestrator.llm
+        if llm is not None:  # the model's description of the data, the user's words over it
+            from concerto.data.llm_profile import profile_with_llm
+
+            context = await profile_with_llm(store, context, llm, overrides)
     except SourceError as exc:  # a name that cannot be a source
         return _error(422, str(exc))
     except Refused as exc:

@@ -120,6 +120,10 @@ class Store(ABC):
         return vectors
 
     @abstractmethod
+    def save_context(self, context: DataContext) -> None:
+        """Store a corrected data context (the profile from the LLM) for the same source."""
+
+    @abstractmethod
     def drop(self, name: str) -> None:
         """Remove the source and its data."""
 

@@ -72,9 +72,14 @@ class DataIngestionAgent(AnalyticsAgent):
         target = name or path.stem
         await context.emit(EventType.ACTION, f"Loading {path.name} as {source_name(target)}", {"file": path.name}, 2)
         try:
-            return await asyncio.to_thread(store.load, path, source_name(target))
+            loaded = await asyncio.to_thread(store.load, path, source_name(target))
         except (LoadError, SourceError) as exc:
             raise AgentFailure(str(exc), error_type="load_failed", kind=ErrorKind.VALIDATION) from None
+        if context.llm is None:
+            return loaded
+        from concerto.data.llm_profile import profile_with_llm
+
+        return await profile_with_llm(store, loaded, context.llm)
 
     def plan(self, work: Work) -> list[Planned]:
         source = work.source
