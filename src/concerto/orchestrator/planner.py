@@ -7,6 +7,7 @@ involved). Every plan is validated: known agents only, no cycles, timeouts in bo
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 
 from pydantic import BaseModel, Field
@@ -138,7 +139,7 @@ class Planner:
             )
         if decision.steps:
             tasks = [self._task(a, step, i) for i, (a, step) in enumerate(decision.steps)]
-            for before, task in zip(tasks, tasks[1:], strict=False):
+            for before, task in itertools.pairwise(tasks):
                 task.depends_on = [before.task_id]
             return OrchestrationPlan(
                 intent=cls.primary_intent,

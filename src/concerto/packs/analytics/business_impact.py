@@ -13,6 +13,7 @@ figure in the answer can be traced to a query in `queries_executed`.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from typing import Any
@@ -39,7 +40,10 @@ PRICE = "the price of one unit, what a unit costs"
 QUANTITY = "the number of units or items bought, a quantity"
 
 _PERCENT = re.compile(r"(\d+(?:\.\d+)?)\s*(?:%|percent|per cent|pct)")
-_DOWN = re.compile(r"\b(decrease|decreases|drop|drops|fall|falls|cut|cuts|lower|reduce|reduced|decline|declines|down|lose|loses|less|shrink|shrinks)\b")  # fmt: skip
+_DOWN = re.compile(
+    r"\b(decrease|decreases|drop|drops|fall|falls|cut|cuts|lower|reduce|reduced|decline|declines|down|lose|loses|less|"
+    r"shrink|shrinks)\b"
+)
 _AHEAD = re.compile(rf"\b(next|coming|following)\s+(\d+|{number_words_pattern()})?\s*(month|quarter|year|period)s?\b")
 _TOP = re.compile(rf"\btop\s+(\d+|{number_words_pattern()})\b")
 
@@ -282,13 +286,15 @@ def _sensitivity_findings(
         impact = affected * revenue
         return [
             f"A {change:+.0%} price change could change {measure} by {words.number(impact)} ({revenue:+.1%}) based on "
-            f"historical elasticity {e:.2f} (log-log slope of quantity on price, R² {float(elasticity[0]['r2'] or 0):.2f}, "
+            f"historical elasticity {e:.2f} (log-log slope of quantity on price, "
+            f"R² {float(elasticity[0]['r2'] or 0):.2f}, "
             f"n = {elasticity[0]['n']:,}; baseline {words.number(affected)} over {base})",
             "Elasticity below -1 means revenue falls when prices rise; above -1, it rises.",
         ]
     impact = affected * change
     return [
-        f"A {change:+.0%} change would move {measure} by {words.number(impact)}: {words.percent(abs(impact), total)} of "
+        f"A {change:+.0%} change would move {measure} by {words.number(impact)}: "
+        f"{words.percent(abs(impact), total)} of "
         f"the total {words.number(total)} over {base} (the part affected: {words.number(affected)})"
     ]
 
@@ -312,7 +318,8 @@ def _projection_findings(rows: list[dict[str, Any]], measure: str, ahead: int) -
     half = float(math.sqrt(float((spread**2).sum())))
     recent = float(values[-ahead:].sum())
     return [
-        f"If current trends continue, {measure} over the next {ahead} periods is projected at {words.number(projected)} "
+        f"If current trends continue, {measure} over the next {ahead} periods is projected at "
+        f"{words.number(projected)} "
         f"({words.change(recent, projected)} against the latest {ahead}; 95% interval ±{words.number(half)}; "
         f"least-squares trend {words.number(slope)} per period over n = {n} periods)",
         f"Next period: {words.number(float(centre[0]))} (±{words.number(float(spread[0]))})",
@@ -321,7 +328,7 @@ def _projection_findings(rows: list[dict[str, Any]], measure: str, ahead: int) -
 
 def _history_findings(rows: list[dict[str, Any]], measure: str) -> list[str]:
     values = [float(r["value"] or 0) for r in rows]
-    changes = [(b - a) / abs(a) for a, b in zip(values, values[1:], strict=False) if a]
+    changes = [(b - a) / abs(a) for a, b in itertools.pairwise(values) if a]
     if not changes:
         return []
     mean, sd = float(np.mean(changes)), float(np.std(changes, ddof=1)) if len(changes) > 1 else 0.0

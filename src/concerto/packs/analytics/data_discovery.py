@@ -70,7 +70,7 @@ class DataDiscoveryAgent(AnalyticsAgent):
             ]
         return [
             Planned(f"rows and time span of {source.name}", sql.select_from(source, *projections), "table", kind="span")
-        ]  # noqa: E501
+        ]
 
     def insights(self, work: Work, executed: list[Executed]) -> Insights:
         found = describe(work.source, executed)
@@ -108,4 +108,4 @@ class DataDiscoveryAgent(AnalyticsAgent):
                 "columns": list(out[0]) if out else [],
                 "chart": {"type": "table"},
             }
-        ]  # noqa: E501
+        ]

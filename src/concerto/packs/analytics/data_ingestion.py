@@ -97,7 +97,7 @@ def describe(source: DataContext, executed: list[Executed]) -> Insights:
         executed[0].result.data[0]["rows"]
         if executed and executed[0].result and executed[0].result.data
         else source.row_count
-    )  # noqa: E501
+    )
     span = ""
     if profile.time_column:
         p = source.detected_types[profile.time_column]
@@ -110,7 +110,7 @@ def describe(source: DataContext, executed: list[Executed]) -> Insights:
     findings += [
         f"{c} ({source.detected_types[c].type}, {source.detected_types[c].role}): {source.describe(c)}"
         for c in source.columns[:12]
-    ]  # noqa: E501
+    ]
     if len(source.columns) > 12:
         findings.append(f"and {len(source.columns) - 12} more columns")
     findings += source.notes

@@ -156,7 +156,10 @@ def _gap(work: Work, measure: str, engagement: str, category: str | None, condit
         entities=rolled.subquery("entities"),
         peer=peer,
     )
-    what = f"high {words.label(engagement)} (top quarter), {words.label(measure)} below the {category or 'overall'} average"
+    what = (
+        f"high {words.label(engagement)} (top quarter), "
+        f"{words.label(measure)} below the {category or 'overall'} average"
+    )
     assert isinstance(query, exp.Select)
     labelled = _ordered(sql.labelled(work.source, query), "activity")
     return Planned(f"upsell candidates: {what}", labelled, "table", kind=GAP.name)
@@ -279,7 +282,8 @@ def _lookalike_findings(rows: list[dict[str, Any]], entity: str, measure: str, p
     if not rows:
         return []
     return [
-        f"{len(rows)} {entity}s outside the top 20% look most like the top performers ({planned.purpose.split('(')[-1].rstrip(')')}): "
+        f"{len(rows)} {entity}s outside the top 20% look most like the top performers "
+        f"({planned.purpose.split('(')[-1].rstrip(')')}): "
         + words.listing(
             [f"{words.who(r)} (percentile {r['value_percentile']}, distance {r['distance_to_top']})" for r in rows], 4
         )

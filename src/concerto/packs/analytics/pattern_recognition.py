@@ -100,9 +100,11 @@ def _trend(work: Work, measure: str, condition: exp.Expr | None) -> Planned:
     rollup = sql.aggregate(sql.entity_measure(work.source, measure), measure)
     rows, group, split = _grouped_rows(work)
     query = sql.template(
-        """WITH p AS (SELECT p_grp AS grp, p_bucket AS period, p_rollup AS value FROM p_rows WHERE p_cond GROUP BY 1, 2),
+        """WITH p AS (SELECT p_grp AS grp, p_bucket AS period, p_rollup AS value FROM p_rows WHERE p_cond
+          GROUP BY 1, 2),
         n AS (SELECT grp, period, value, ROW_NUMBER() OVER (PARTITION BY grp ORDER BY period) AS step FROM p)
-        SELECT grp, period, ROUND(value, 2) AS value, ROUND(REGR_SLOPE(value, step) OVER (PARTITION BY grp), 4) AS slope,
+        SELECT grp, period, ROUND(value, 2) AS value,
+          ROUND(REGR_SLOPE(value, step) OVER (PARTITION BY grp), 4) AS slope,
           ROUND(REGR_R2(value, step) OVER (PARTITION BY grp), 4) AS r2
         FROM n ORDER BY grp, period""",
         grp=group,
@@ -145,7 +147,8 @@ def _outliers(work: Work, measure: str, condition: exp.Expr | None) -> Planned:
     shown = [c for c in (key, label, time_column) if c]
     panel = bool(key and time_column)
     query = sql.template(
-        """WITH s AS (SELECT *, AVG(p_m) OVER (PARTITION BY p_by) AS mean, STDDEV_SAMP(p_m) OVER (PARTITION BY p_by) AS sd,
+        """WITH s AS (SELECT *, AVG(p_m) OVER (PARTITION BY p_by) AS mean,
+            STDDEV_SAMP(p_m) OVER (PARTITION BY p_by) AS sd,
             COUNT(*) OVER () AS n FROM p_t WHERE p_cond)
         SELECT *, ROUND((p_m - mean) / sd, 2) AS z_score, ROUND(p_m / NULLIF(mean, 0), 2) AS times_average, n
         FROM s WHERE sd > 0 AND ABS(p_m - mean) > p_k * sd
@@ -183,7 +186,8 @@ def _extremes(work: Work, measure: str, condition: exp.Expr | None) -> Planned:
     label = next(iter(work.source.columns_with("label")), None)
     query = sql.template(
         """WITH e AS (SELECT * FROM p_entities),
-        r AS (SELECT *, RANK() OVER (ORDER BY value DESC) AS from_top, RANK() OVER (ORDER BY value) AS from_bottom FROM e)
+        r AS (SELECT *, RANK() OVER (ORDER BY value DESC) AS from_top,
+            RANK() OVER (ORDER BY value) AS from_bottom FROM e)
         SELECT *, CASE WHEN from_top <= 5 THEN 'top' ELSE 'bottom' END AS side
         FROM r WHERE from_top <= 5 OR from_bottom <= 5 ORDER BY value DESC""",
         entities=entities(work, measure, condition, *([label] if label else [])).subquery("entities"),
@@ -197,7 +201,8 @@ def _change(work: Work, measure: str, condition: exp.Expr | None) -> Planned:
     rollup = sql.aggregate(sql.entity_measure(work.source, measure), measure)
     key = work.source.semantic_profile.entity_key
     query = sql.template(
-        """WITH p AS (SELECT p_key AS entity, p_bucket AS period, p_rollup AS value FROM p_t WHERE p_cond GROUP BY 1, 2),
+        """WITH p AS (SELECT p_key AS entity, p_bucket AS period, p_rollup AS value FROM p_t WHERE p_cond
+          GROUP BY 1, 2),
         last AS (SELECT MAX(period) AS latest FROM p),
         prev AS (SELECT MAX(period) AS before FROM p CROSS JOIN last WHERE period < latest),
         w AS (SELECT entity,

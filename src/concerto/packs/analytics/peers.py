@@ -26,9 +26,11 @@ async def peer_category(agent: AnalyticsAgent, work: Work, measure: str, conditi
     for column in categories:
         parts.append(
             sql.template(
-                """WITH e AS (SELECT * FROM p_entities), o AS (SELECT AVG(value) AS mean, VAR_POP(value) * COUNT(*) AS ss FROM e),
+                """WITH e AS (SELECT * FROM p_entities),
+                o AS (SELECT AVG(value) AS mean, VAR_POP(value) * COUNT(*) AS ss FROM e),
                 g AS (SELECT COUNT(*) AS n, AVG(value) AS m FROM e GROUP BY p_c)
-                SELECT p_name AS category, ROUND(SUM(n * (m - mean) * (m - mean)) / NULLIF(MIN(ss), 0), 4) AS eta_squared
+                SELECT p_name AS category,
+                  ROUND(SUM(n * (m - mean) * (m - mean)) / NULLIF(MIN(ss), 0), 4) AS eta_squared
                 FROM g CROSS JOIN o""",
                 entities=entities(work, measure, condition, column).subquery("entities"),
                 c=exp.column(column, quoted=True),
@@ -41,11 +43,11 @@ async def peer_category(agent: AnalyticsAgent, work: Work, measure: str, conditi
         query = exp.union(query, part, distinct=False)
     done = await agent.run_query(
         work, Planned(f"how much each category explains {measure} (η²)", query, "table", kind="peers")
-    )  # noqa: E501
+    )
     if done.result is None or not done.result.data:
         return categories[0]
     best = max(done.result.data, key=lambda r: float(r["eta_squared"] or 0))
     work.reading.notes.append(
         f"peers: same {best['category']} (explains {100 * float(best['eta_squared'] or 0):.0f}% of {measure})"
-    )  # noqa: E501
+    )
     return str(best["category"])

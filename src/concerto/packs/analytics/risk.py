@@ -155,7 +155,8 @@ def _changes(work: Work, f: Factors, condition: exp.Expr | None) -> exp.Query:
             p_pr - p_pe AS problems_change, p_ar AS activity_recent, p_pr AS problems_recent
           FROM p_w WHERE p_ve IS NOT NULL),
         z AS (SELECT *,
-            COALESCE((value_change - AVG(value_change) OVER ()) / NULLIF(STDDEV_SAMP(value_change) OVER (), 0), 0) AS zv,
+            COALESCE((value_change - AVG(value_change) OVER ())
+              / NULLIF(STDDEV_SAMP(value_change) OVER (), 0), 0) AS zv,
             COALESCE((activity_change - AVG(activity_change) OVER ())
               / NULLIF(STDDEV_SAMP(activity_change) OVER (), 0), 0) AS za,
             COALESCE((problems_change - AVG(problems_change) OVER ())
@@ -194,7 +195,8 @@ def _scored(work: Work, f: Factors, condition: exp.Expr | None, where: str, orde
 def _score(work: Work, f: Factors, condition: exp.Expr | None) -> Planned:
     query = _scored(work, f, condition, f"risk_score >= {AT_RISK}", "risk_score DESC")
     return Planned(
-        f"risk score per {work.source.semantic_profile.entity_name} ({f.describe()}; latest {RECENT} periods against the {EARLIER} before)",
+        f"risk score per {work.source.semantic_profile.entity_name} "
+        f"({f.describe()}; latest {RECENT} periods against the {EARLIER} before)",
         query,
         "bar",
         "entity",
@@ -234,7 +236,8 @@ def _warning_levels(work: Work, f: Factors, condition: exp.Expr | None) -> Plann
         exp.alias_(sql.aggregate(sql.entity_measure(work.source, f.activity), f.activity), "activity")
     )
     query = sql.template(
-        """WITH e AS (SELECT * FROM p_entities), q AS (SELECT QUANTILE_CONT(activity, 0.25) AS low, COUNT(*) AS n FROM e)
+        """WITH e AS (SELECT * FROM p_entities),
+        q AS (SELECT QUANTILE_CONT(activity, 0.25) AS low, COUNT(*) AS n FROM e)
         SELECT e.*, ROUND(q.low, 2) AS activity_p25, q.n FROM e CROSS JOIN q WHERE activity <= low ORDER BY activity""",
         entities=rolled.subquery("entities"),
     )
@@ -301,7 +304,8 @@ def _concentration(rows: list[dict[str, Any]], categories: list[str], planned: P
         return []
     share, column, top, count = best
     return [
-        f"Risk concentration: {100 * share:.0f}% of the flagged are in the {top} {words.label(column)} ({count} of {len(rows)})"
+        f"Risk concentration: {100 * share:.0f}% of the flagged are in the {top} {words.label(column)} "
+        f"({count} of {len(rows)})"
     ]
 
 

@@ -104,7 +104,7 @@ class SemanticSearchAgent(AnalyticsAgent):
                     "table",
                     kind="reference",
                 ),
-            )  # noqa: E501
+            )
             texts = [str(r[column]) for r in (done.result.data if done.result else []) if r[column] is not None]
             if texts:
                 vectors = await asyncio.to_thread(self.resources.embedder.embed, texts)
@@ -145,14 +145,14 @@ def _rows(work: Work, column: str, hits: list[dict[str, object]], reference: str
         ifs=[
             exp.If(
                 this=exp.EQ(this=sql.col(column), expression=sql.literal(h["value"])), true=sql.literal(h["similarity"])
-            )  # noqa: E501
+            )
             for h in hits
         ]
     )
     shown = [c for c in dict.fromkeys([key, label, column]) if c]
     condition = (
         exp.In(this=sql.col(column), expressions=[sql.literal(h["value"]) for h in hits]) if hits else exp.false()
-    )  # noqa: E501
+    )
     if key:
         projections: list[exp.Expr] = [sql.col(key)]
         projections += [exp.alias_(exp.AnyValue(this=sql.col(c)), sql.alias(c)) for c in shown if c != key]

@@ -250,7 +250,8 @@ def choose_values(
         chosen,
         (
             f"matched by embedding similarity, no LLM: {len(chosen)} values of {column} with similarity to "
-            f"'{concept}' of at least {cut:.2f} (best {top:.2f}; cut-off: within {BAND} of the best and at least {FLOOR})"
+            f"'{concept}' of at least {cut:.2f} "
+            f"(best {top:.2f}; cut-off: within {BAND} of the best and at least {FLOOR})"
         ),
     )
 
