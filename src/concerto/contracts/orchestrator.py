@@ -103,7 +103,10 @@ class OrchestratorInput(BaseAgentInput):
         them as a single value."""
         out = set()
         for name, field in cls.model_fields.items():
-            kinds = [a for a in get_args(field.annotation) if a is not type(None)] or [field.annotation]
+            annotation = field.annotation
+            # `X | None` lists its members; `dict[str, Any]` is itself the kind (its args are not).
+            kinds = [annotation] if get_origin(annotation) in (list, dict) else []
+            kinds = kinds or [a for a in get_args(annotation) if a is not type(None)] or [annotation]
             if any(get_origin(k) in (list, dict) for k in kinds):
                 out.add(name)
         return out

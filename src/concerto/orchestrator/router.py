@@ -186,6 +186,10 @@ class Router:
                 terms = [t for t in held.terms if named(question, t)] if held else []
                 if terms:
                     found[name] = terms
+            for intent, spec in self.intents.items():  # an intent stands for its agents
+                terms = [t for task in spec.tasks for t in found.get(task.agent, [])]
+                if terms:
+                    found[intent] = terms
             out.append(found)
         return out
 

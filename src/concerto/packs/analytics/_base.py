@@ -178,10 +178,13 @@ class AnalyticsAgent(Agent):
         role = f"{self.info.name} agent ({self.info.description})"
         kinds = [Kind(f"type {i + 1}", text) for i, text in enumerate(self.info.capabilities)]
         try:
-            planned = await llm_plan.plan_queries(work, role, kinds, store.dialect)
+            written = await llm_plan.plan_queries(work, role, kinds, store.dialect)
         except LLMError as exc:
             work.reading.notes.append(f"the LLM could not plan ({exc}); used the deterministic plan")
             return None
+        # The SQL text is what the store checks and runs; `query` only stands in for it.
+        stand_in = exp.select(exp.Literal.string("written by the LLM")).limit(0)
+        planned = [Planned(q.purpose, stand_in, q.visualization_hint, q.x, q.y, "llm", sql_text=q.sql) for q in written]
         await context.emit(EventType.ACTION, "Executing queries", {"count": len(planned), "by": "llm"}, step=4)
         executed = []
         for p in planned:

@@ -18,12 +18,11 @@ import json
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
-from sqlglot import exp
 
 from concerto.llm.base import LLMError, Message
 
 if TYPE_CHECKING:
-    from concerto.packs.analytics._base import Kind, Planned, Work
+    from concerto.packs.analytics._base import Kind, Work
 
 MAX_CORRECTIONS = 3
 _SAMPLES = 3
@@ -103,10 +102,9 @@ def plan_messages(work: Work, role: str, kinds: list[Kind], dialect: str) -> lis
     ]
 
 
-async def plan_queries(work: Work, role: str, kinds: list[Kind], dialect: str) -> list[Planned]:
-    """The model's queries as `Planned` (raw SQL parsed later by the store's check); raises LLMError."""
+async def plan_queries(work: Work, role: str, kinds: list[Kind], dialect: str) -> list[LLMQuery]:
+    """The model's queries (their SQL is checked by the store when they run); raises LLMError."""
     from concerto.llm.structured import complete_structured
-    from concerto.packs.analytics._base import Planned
 
     llm = work.context.llm
     assert llm is not None
@@ -114,10 +112,7 @@ async def plan_queries(work: Work, role: str, kinds: list[Kind], dialect: str) -
         llm, plan_messages(work, role, kinds, dialect), LLMQueries, retries=1, purpose="analytics_plan", max_tokens=1200
     )
     assert isinstance(answer, LLMQueries)
-    out = []
-    for q in answer.queries:
-        out.append(Planned(q.purpose, _raw(q.sql), q.visualization_hint, q.x, q.y, kind="llm", sql_text=q.sql))
-    return out
+    return answer.queries
 
 
 async def correct(work: Work, sql: str, error: str, dialect: str) -> str | None:
@@ -166,8 +161,3 @@ async def interpret(work: Work, role: str, results: list[dict[str, Any]]) -> LLM
     answer = await complete_structured(llm, messages, LLMInsights, retries=1, purpose="analytics_insights")
     assert isinstance(answer, LLMInsights)
     return answer
-
-
-def _raw(sql: str) -> exp.Query:
-    """A placeholder expression for a model-written query; the SQL text itself is what gets checked."""
-    return exp.select(exp.Literal.string(sql[:40])).limit(0)
