@@ -184,6 +184,8 @@ def _role(column: str, sql_type: str, s: dict[str, Any], rows: int) -> Role:
             return "id"
         if s["length"] >= _TEXT_MIN_LENGTH:
             return "text"
+        if rows >= 3 and s["nulls"] == 0 and distinct >= rows:  # one value per row: a name, not a category
+            return "label"
         return "category" if distinct <= _CATEGORY_MAX else "label"
     return "label"
 

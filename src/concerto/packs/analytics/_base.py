@@ -250,7 +250,9 @@ class AnalyticsAgent(Agent):
                 kind=ErrorKind.VALIDATION,
             )
         if not work.reading.measure:
-            strange = self.unexplained(work)
+            # Only an aggregate ("average X") says the unexplained words name a measure; verbs and
+            # the agent's own vocabulary are explained, or not asked about.
+            strange = self.unexplained(work) if work.reading.aggregate not in (None, "count") else []
             if strange:
                 raise AgentFailure(
                     f"The source '{work.source.name}' has no column for '{' '.join(strange)}'. "

@@ -51,6 +51,8 @@ class BenchmarkAgent(AnalyticsAgent):
         outputs={"results": "Values beside their benchmarks", "insights": "Relative performance"},
         examples=[
             "how does Acme Energy compare to the average customer?",
+            "how does one of them compare to the average?",
+            "rank each one within its group",
             "which regions are above average in sales?",
             "rank customers within their region",
             "the best performing customer in each segment",
@@ -113,6 +115,13 @@ def _split(work: Work, *, period: bool = True) -> tuple[Filter | None, exp.Expr 
     return focus, sql.where(others, source)
 
 
+def _focused(work: Work, focus: Filter) -> exp.Expr:
+    """The named entity among rows of one entity each (its key is the column `entity` there)."""
+    column = "entity" if focus.column == work.source.semantic_profile.entity_key else focus.column
+    target = exp.column(column) if column == "entity" else sql.col(column)
+    return exp.In(this=target, expressions=[sql.literal(v) for v in focus.values])
+
+
 def _entity_category(work: Work, focus: Filter | None) -> str | None:
     categories = work.source.columns_with("category")
     return categories[0] if categories else None
@@ -147,7 +156,7 @@ def _standing(
     shown += [exp.column(c) for c in ("rank_overall", "rank_in_group", "n", "n_group", "percentile_rank")]
     outer = exp.select(*shown).from_(query.subquery("s"))
     if focus is not None:
-        outer = outer.where(exp.In(this=sql.col(focus.column), expressions=[sql.literal(v) for v in focus.values]))
+        outer = outer.where(_focused(work, focus))
         purpose = f"{words.listing([str(v) for v in focus.values])} against the average and peers by {measure}"
     else:
         outer = outer.order_by(exp.Ordered(this=exp.column("value_shown"), desc=True)).limit(20)
@@ -211,7 +220,7 @@ def _history(work: Work, measure: str, population: exp.Expr | None, focus: Filte
     assert isinstance(query, exp.Select)
     if focus is not None:
         labelled = sql.labelled(work.source, query)
-        named = labelled.where(exp.In(this=sql.col(focus.column), expressions=[sql.literal(v) for v in focus.values]))
+        named = labelled.where(_focused(work, focus))
         return Planned(
             f"{measure} and percentile per year",
             named.order_by("year"),
