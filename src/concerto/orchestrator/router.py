@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ from pydantic import BaseModel, Field
 from concerto.agents.base import Agent, AgentInfo
 from concerto.contracts.orchestrator import IntentClassification
 from concerto.llm.base import LLMClient, LLMError, Message, Usage
-from concerto.nlp.terms import named, stems
+from concerto.nlp.terms import named, stem, stems, words
 from concerto.orchestrator.intents import IntentSpec
 from concerto.orchestrator.semantic import Match, SemanticIndex, Target, clauses, steps
 
@@ -119,7 +120,7 @@ class Router:
         parts = clauses(question)
         texts = [question, *parts] if len(parts) > 1 else [question]
         held, unready = self._held(texts), self._unready()
-        ranked = [_adjusted(r, h, unready) for r, h in zip(self.index.rank_many(texts), held, strict=True)]
+        ranked = self._ranked(texts, held, unready)
         whole = ranked[0]
         if not whole:
             return _unmatched(0.0, "semantic", "no agent is ready to answer")
@@ -159,6 +160,28 @@ class Router:
             )
         return decision
 
+    def _ranked(self, texts: list[str], held: list[dict[str, list[str]]], unready: set[str]) -> list[list[Match]]:
+        """Targets by score for each text. An agent holding terms the text names is scored on the
+        text with those terms masked too ("average fertility rate by country" → "average X by X")
+        and keeps the better score: what the question asks of the data, not only what the data
+        is about, says which of the agents holding it answers (their declared question forms
+        match the masked text); it then gets the held-term boost."""
+        plain = self.index.rank_many(texts) if self.index is not None else [[] for _ in texts]
+        masked = [
+            _masked(text, [t for terms in h.values() for t in terms]) for text, h in zip(texts, held, strict=True)
+        ]
+        redo = [i for i, (text, m) in enumerate(zip(texts, masked, strict=True)) if m != text]
+        again = (
+            dict(zip(redo, self.index.rank_many([masked[i] for i in redo]), strict=True)) if redo and self.index else {}
+        )
+        out = []
+        for i, (matches, h) in enumerate(zip(plain, held, strict=True)):
+            if i in again:
+                by_mask = {m.name: m.score for m in again[i]}
+                matches = [Match(m.name, max(m.score, by_mask[m.name])) if m.name in h else m for m in matches]
+            out.append(_adjusted(matches, h, unready))
+        return out
+
     def _steps(self, question: str) -> list[tuple[str, str]]:
         """(agent, step) for each step of a question that asks for one thing after another, when
         every step finds an agent of its own (an intent stands for itself); else none."""
@@ -167,9 +190,9 @@ class Router:
             return []
         unready = self._unready()
         found = []
-        for part, ranked in zip(parts, self.index.rank_many(parts), strict=True):
-            held = self._held([part])[0]
-            best = next(iter(_adjusted(ranked, held, unready)), None)
+        for part in parts:
+            held = self._held([part])
+            best = next(iter(self._ranked([part], held, unready)[0]), None)
             if best is None or best.score < self.threshold or best.name in self.intents:
                 return []
             found.append((best.name, part))
@@ -268,6 +291,22 @@ def _adjusted(matches: list[Match], held: dict[str, list[str]], unready: set[str
         Match(m.name, m.score + (HELD_BOOST if m.name in held else 0.0)) for m in matches if m.name not in unready
     ]
     return sorted(scored, key=lambda m: -m.score)
+
+
+def _masked(text: str, terms: list[str]) -> str:
+    """`text` with every word of `terms` (up to plurals) replaced by X, runs of X made one."""
+    if not terms:
+        return text
+    masked = {stem(w) for term in terms for w in words(term)}
+    out: list[str] = []
+    for token in re.findall(r"[A-Za-z0-9][A-Za-z0-9'_-]*|[^\sA-Za-z0-9]+", text):
+        word = token.lower().removesuffix("'s")
+        if stem(word) in masked or word in masked:
+            if not out or out[-1] != "X":
+                out.append("X")
+        else:
+            out.append(token)
+    return " ".join(out)
 
 
 def _unmatched(score: float, method: str, reason: str) -> RouteDecision:

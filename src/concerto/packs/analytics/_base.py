@@ -485,9 +485,13 @@ def _terms(names: list[str]) -> tuple[str, ...]:
 
     out = []
     for name in names:
-        term = " ".join(words(name.replace("_", " ")))
-        if term and not (" " not in term and (term in _GENERIC or len(term) < 3)) and term not in out:
-            out.append(term)
+        parts = words(name.replace("_", " "))
+        # "flipper length mm" is also named as "flipper length": a short last word is a unit.
+        variants = [parts, parts[:-1]] if len(parts) > 1 and len(parts[-1]) <= 3 else [parts]
+        for variant in variants:
+            term = " ".join(variant)
+            if term and not (" " not in term and (term in _GENERIC or len(term) < 3)) and term not in out:
+                out.append(term)
     return tuple(out)
 
 

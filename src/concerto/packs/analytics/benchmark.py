@@ -57,6 +57,9 @@ class BenchmarkAgent(AnalyticsAgent):
             "rank customers within their region",
             "the best performing customer in each segment",
             "how did sales this year compare with last year?",
+            "how does this one compare to the others in X?",
+            "rank them by X",
+            "what percentile is it in for X?",
         ],
         default_timeout_ms=20000,
     )

@@ -73,6 +73,8 @@ class BusinessImpactAgent(AnalyticsAgent):
             "what is the revenue impact of a 20% drop in the West?",
             "project sales for the next 6 months",
             "what would happen to revenue if we lost the South region?",
+            "forecast X for the next 3 months",
+            "what if X rises 5%?",
         ],
         default_timeout_ms=20000,
     )

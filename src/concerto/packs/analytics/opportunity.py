@@ -52,6 +52,7 @@ class OpportunityAgent(AnalyticsAgent):
             "which region is underserved?",
             "find customers similar to our top performers",
             "who should we focus on to grow revenue?",
+            "which ones grew their X the most recently?",
         ],
         default_timeout_ms=20000,
     )

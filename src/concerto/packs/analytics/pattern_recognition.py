@@ -47,6 +47,9 @@ class PatternRecognitionAgent(AnalyticsAgent):
             "find anomalies in monthly sales",
             "how are sales distributed across customers?",
             "what changed last month compared with the month before?",
+            "describe the distribution of X",
+            "is X trending up or down over the years?",
+            "are there outliers in X?",
         ],
         default_timeout_ms=20000,
     )

@@ -56,6 +56,9 @@ class RiskAgent(AnalyticsAgent):
             "show warning signs in customer engagement",
             "which high-value accounts need attention?",
             "which customers are declining?",
+            "which ones had the steepest X decline recently?",
+            "which ones are at risk of falling X?",
+            "which ones are losing X fastest?",
         ],
         default_timeout_ms=20000,
     )

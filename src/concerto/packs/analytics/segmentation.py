@@ -46,6 +46,9 @@ class SegmentationAgent(AnalyticsAgent):
             "group customers into high, medium and low value",
             "where are our high value customers concentrated?",
             "customer segments by industry",
+            "segment the Xs by Y",
+            "group them into high, medium and low X",
+            "which Y has the most high-X items?",
         ],
         default_timeout_ms=20000,
     )

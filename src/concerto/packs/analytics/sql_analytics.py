@@ -61,6 +61,12 @@ class SQLAnalyticsAgent(AnalyticsAgent):
             "how many customers are in the West region?",
             "top 10 customers by sales",
             "monthly sales in 2024",
+            "average X by Y",
+            "total X per Y",
+            "what was the average X in 2011?",
+            "which 3 of them had the highest X?",
+            "what is the median X?",
+            "maximum X for each Y",
         ],
         default_timeout_ms=20000,
     )
