@@ -156,9 +156,10 @@ class Agent(ABC):
         so it must be cheap (cache what it reads)."""
         return None
 
-    def ready(self) -> str | None:
-        """None when the agent can answer; else why not (e.g. "no loaded source has embeddings").
-        An agent that is not ready is not offered to the router."""
+    def ready(self, query: OrchestratorInput | None = None) -> str | None:
+        """None when the agent can answer `query` (or any question, when None); else why not
+        (e.g. "the source has no embeddings"). An agent that is not ready is not offered to the
+        router."""
         return None
 
     async def aclose(self) -> None:

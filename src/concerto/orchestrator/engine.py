@@ -218,7 +218,7 @@ class Orchestrator:
 
         events.state(QueryState.ANALYZING, "Classifying the question")
         t = time.perf_counter()
-        decision = await self.router.route(request.query, usage)
+        decision = await self.router.route(request.query, usage, request)
         breakdown["routing_ms"] = elapsed_ms(t)
         cls = decision.classification
         events.emit(

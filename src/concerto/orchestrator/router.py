@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from concerto.agents.base import Agent, AgentInfo
-from concerto.contracts.orchestrator import IntentClassification
+from concerto.contracts.orchestrator import IntentClassification, OrchestratorInput
 from concerto.llm.base import LLMClient, LLMError, Message, Usage
 from concerto.nlp.terms import named, stem, stems, words
 from concerto.orchestrator.intents import IntentSpec
@@ -83,17 +83,19 @@ class Router:
         ]
         return targets
 
-    async def route(self, question: str, usage: Usage | None = None) -> RouteDecision:
+    async def route(
+        self, question: str, usage: Usage | None = None, query: OrchestratorInput | None = None
+    ) -> RouteDecision:
         """Run the cascade and time it."""
         start = time.perf_counter()
         decision = self._structured(question)
         if decision is None:
             # The forward pass takes ~10 ms of CPU (the first one also loads the model):
             # a worker thread keeps the event loop, and so other questions, moving.
-            decision = await asyncio.to_thread(self._semantic, question)
+            decision = await asyncio.to_thread(self._semantic, question, query)
             confident = decision.classification.confidence >= self.threshold and not decision.notes
             if self.llm is not None and not confident:
-                decision = await self._llm(question, decision, usage)
+                decision = await self._llm(question, decision, usage, query)
         decision.classification.classification_latency_ms = round((time.perf_counter() - start) * 1000, 3)
         return decision
 
@@ -114,12 +116,12 @@ class Router:
                 )
         return None
 
-    def _semantic(self, question: str) -> RouteDecision:
+    def _semantic(self, question: str, query: OrchestratorInput | None = None) -> RouteDecision:
         if self.index is None or not self.index.targets:
             return _unmatched(0.0, "semantic", "no agents are loaded")
         parts = clauses(question)
         texts = [question, *parts] if len(parts) > 1 else [question]
-        held, unready = self._held(texts), self._unready()
+        held, unready = self._held(texts), self._unready(query)
         ranked = self._ranked(texts, held, unready)
         whole = ranked[0]
         if not whole:
@@ -135,7 +137,7 @@ class Router:
             decision = _unmatched(whole[0].score, "semantic", f"closest was {whole[0].name} at {whole[0].score:.2f}")
             decision.classification.secondary_intents = [m.name for m in whole[:3]]
             return decision
-        sequence = self._steps(question)
+        sequence = self._steps(question, unready)
         if sequence:
             for agent, _ in sequence:
                 if agent not in [m.name for m in chosen]:
@@ -182,13 +184,12 @@ class Router:
             out.append(_adjusted(matches, h, unready))
         return out
 
-    def _steps(self, question: str) -> list[tuple[str, str]]:
+    def _steps(self, question: str, unready: set[str]) -> list[tuple[str, str]]:
         """(agent, step) for each step of a question that asks for one thing after another, when
         every step finds an agent of its own (an intent stands for itself); else none."""
         parts = steps(question)
         if len(parts) < 2 or self.index is None:
             return []
-        unready = self._unready()
         found = []
         for part in parts:
             held = self._held([part])
@@ -216,8 +217,8 @@ class Router:
             out.append(found)
         return out
 
-    def _unready(self) -> set[str]:
-        return {name for name, agent in self.agents.items() if agent.ready() is not None}
+    def _unready(self, query: OrchestratorInput | None = None) -> set[str]:
+        return {name for name, agent in self.agents.items() if agent.ready(query) is not None}
 
     def _expand(self, names: list[str]) -> list[str]:
         """Agents of the chosen targets (an intent stands for its agents), without repeats."""
@@ -227,11 +228,13 @@ class Router:
             out += [m for m in members if m not in out]
         return out
 
-    async def _llm(self, question: str, fallback: RouteDecision, usage: Usage | None) -> RouteDecision:
+    async def _llm(
+        self, question: str, fallback: RouteDecision, usage: Usage | None, query: OrchestratorInput | None = None
+    ) -> RouteDecision:
         from concerto.llm.structured import complete_structured
 
         assert self.llm is not None
-        unready = self._unready()
+        unready = self._unready(query)
         catalogue = []
         for a in self.agents.values():
             if a.info.name in unready:

@@ -101,5 +101,5 @@ async def test_semantic_search_is_offered_only_with_embeddings(tmp_path: Path, e
     csv = tmp_path / "numbers.csv"
     csv.write_text("region,amount\nEast,1\nWest,2\n", encoding="utf-8")
     store.load(csv, "numbers")
-    assert "no loaded source has embedded text" in (orchestrator.agent("semantic_search").ready() or "")
+    assert "the source has no embedded text" in (orchestrator.agent("semantic_search").ready() or "")
     store.close()

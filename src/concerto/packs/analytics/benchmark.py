@@ -60,6 +60,9 @@ class BenchmarkAgent(AnalyticsAgent):
             "how does this one compare to the others in X?",
             "rank them by X",
             "what percentile is it in for X?",
+            "which Y are above average in X?",
+            "how do X in Y compare with the average?",
+            "which one is best in each Y for X?",
         ],
         default_timeout_ms=20000,
     )

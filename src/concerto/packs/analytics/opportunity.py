@@ -53,6 +53,9 @@ class OpportunityAgent(AnalyticsAgent):
             "find customers similar to our top performers",
             "who should we focus on to grow revenue?",
             "which ones grew their X the most recently?",
+            "which ones have the strongest growth momentum in X?",
+            "which ones are gaining momentum in X?",
+            "which Y are underserved?",
         ],
         default_timeout_ms=20000,
     )

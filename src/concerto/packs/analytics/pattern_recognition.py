@@ -50,6 +50,11 @@ class PatternRecognitionAgent(AnalyticsAgent):
             "describe the distribution of X",
             "is X trending up or down over the years?",
             "are there outliers in X?",
+            "how spread out are X values?",
+            "which ones have unusually high X?",
+            "is X improving over the years?",
+            "which have the highest and lowest X?",
+            "which ones changed the most in the latest period?",
         ],
         default_timeout_ms=20000,
     )

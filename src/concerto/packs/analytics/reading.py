@@ -39,6 +39,7 @@ _GRAINS: dict[str, Grain] = {
 _NUMBER = rf"(\d+|{number_words_pattern()})"
 _TOP = re.compile(rf"\b(top|first|best|largest|biggest|highest)\s+{_NUMBER}\b")
 _BOTTOM = re.compile(rf"\b(bottom|last|worst|smallest|lowest)\s+{_NUMBER}\b(?!\s+(month|year|quarter|week|day))")
+_WHICH_N = re.compile(rf"\b(which|what|the|list|show)\s+{_NUMBER}\s+[a-z]")
 _GROUP = re.compile(r"\b(by|per|for each|for every|across|each)\s+([a-z][a-z _-]{1,40})")
 _LAST = re.compile(rf"\b(last|past|previous|recent)\s+{_NUMBER}?\s*(day|week|month|quarter|year)s?\b")
 _YEAR = re.compile(r"\b(19\d\d|20\d\d)\b")
@@ -131,8 +132,12 @@ def read(
         measures = _closest_measure(context, similar, reading)
     reading.measures = measures
     reading.unknown_terms = _leftover(text, context, reading, values)
-    if reading.aggregate is None and re.search(r"\b(trend|over time|growth|change|changed|monthly)\b", text):
+    if reading.aggregate is None and re.search(r"\b(trend|over time|growth|change|changed)\b", text):
         reading.grain = reading.grain or "month"
+    if reading.grain is None and (
+        every := re.search(r"\b(daily|weekly|monthly|quarterly|yearly|annual|annually)\b", text)
+    ):
+        reading.grain = _GRAINS[every.group(1)]
     return reading
 
 
@@ -181,11 +186,14 @@ def default_measure(context: DataContext) -> str | None:
 
 def _read_top(text: str, reading: Reading) -> None:
     top, bottom = _TOP.search(text), _BOTTOM.search(text)
+    lowest = re.search(r"\b(lowest|least|smallest|bottom|worst|fewest)\b", text)
     if top:
         reading.top = _count(top.group(2))
     elif bottom:
         reading.top, reading.ascending = _count(bottom.group(2)), True
-    elif re.search(r"\b(lowest|least|smallest|bottom|worst|fewest)\b", text):
+    elif which := _WHICH_N.search(text):  # "which 5 cars have the most ...", "the 3 countries with the lowest"
+        reading.top, reading.ascending = _count(which.group(2)), bool(lowest)
+    elif lowest:
         reading.ascending = True
 
 
@@ -199,6 +207,8 @@ def _named_columns(text: str, context: DataContext) -> list[tuple[str, float]]:
     found: list[tuple[str, float]] = []
     for column in context.columns:
         name_words = [w for w in logical_name(column).split("_") if w and w not in _STOP]
+        if len(name_words) > 1 and len(name_words[-1]) <= 3:  # "body_mass_g", "weight_lbs": a unit
+            name_words = name_words[:-1]
         if not name_words:
             continue
         score = min(word_score(w, tokens) for w in name_words)
@@ -208,8 +218,9 @@ def _named_columns(text: str, context: DataContext) -> list[tuple[str, float]]:
 
 
 def _read_filters(question: str, context: DataContext, values: dict[str, list[object]], reading: Reading) -> None:
-    """Values of category and label columns that the question names ("in the West", "Acme Energy")."""
-    lowered = " " + " ".join(words(question)) + " "
+    """Values of category and label columns that the question names ("in the West", "Acme Energy",
+    "Japan's", "European" for Europe)."""
+    lowered = " " + " ".join(w.removesuffix("'s") for w in words(question)) + " "
     hits: dict[str, list[object]] = {
         column: [v for v in options if isinstance(v, str) and _mentions(lowered, v)]
         for column, options in values.items()
@@ -226,7 +237,14 @@ def _mentions(text: str, value: str) -> bool:
     target = " ".join(words(value))
     if len(target) < 2 or target in _STOP:
         return False
-    return f" {target} " in text or (len(target) > 3 and f" {target}s " in text)
+    if f" {target} " in text or (len(target) > 3 and f" {target}s " in text):
+        return True
+    # One longer word: its adjective or plural ("Europe" in "European cars").
+    return (
+        " " not in target
+        and len(target) >= 5
+        and any(t.startswith(target) and len(t) - len(target) <= 3 for t in text.split())
+    )
 
 
 def _read_groups(
@@ -264,9 +282,21 @@ def _read_groups(
 
 
 def _read_period(text: str, context: DataContext, values: dict[str, list[object]], reading: Reading) -> None:
-    """A period on the time column; "last N months" counts back from the data's latest date."""
+    """A period on the time column; "last N months" counts back from the data's latest date. Without
+    a date column, a year named in the question filters a whole-number column called year."""
     column = context.semantic_profile.time_column
     if not column:
+        years = [int(y) for y in _YEAR.findall(text)]
+        year_column = next(
+            (
+                c
+                for c in context.columns
+                if logical_name(c) in ("year", "yr") and "INT" in context.detected_types[c].type
+            ),
+            None,
+        )
+        if years and year_column:
+            reading.filters.append(Filter(year_column, list(years)))
         return
     latest = _as_date(context.detected_types[column].max)
     if latest is None:

@@ -210,10 +210,10 @@ def _score(work: Work, f: Factors, condition: exp.Expr | None) -> Planned:
 
 def _decline(work: Work, f: Factors, condition: exp.Expr | None) -> Planned:
     column = "activity_change_pct" if f.activity and work.reading.measure == f.activity else "value_change_pct"
-    query = _scored(work, f, condition, f"{column} <= -20", f"{column} ASC")
+    query = _scored(work, f, condition, f"{column} < 0", f"{column} ASC")
     measure = f.activity if column.startswith("activity") else f.value
     return Planned(
-        f"{measure} down 20% or more (latest {RECENT} periods against the {EARLIER} before)",
+        f"{measure} down, steepest first (latest {RECENT} periods against the {EARLIER} before)",
         query,
         "bar",
         "entity",
@@ -327,10 +327,12 @@ def _score_findings(rows: list[dict[str, Any]], entity: str, planned: Planned) -
 def _decline_findings(rows: list[dict[str, Any]], entity: str, planned: Planned) -> list[str]:
     column = planned.y[0]
     if not rows:
-        return [f"No {entity} declined by 20% or more."]
+        return [f"No {entity} declined ({planned.purpose})."]
     worst = rows[0]
+    sharp = sum(1 for r in rows if (r[column] or 0) <= -20)
     return [
-        f"{len(rows)} {entity}s flagged as declining: {planned.purpose} (n = {worst['n']:,} {entity}s)",
+        f"{len(rows)} {entity}s declining, {sharp} of them by 20% or more: {planned.purpose} "
+        f"(n = {worst['n']:,} {entity}s)",
         f"Steepest decline: {words.who(worst)} ({worst[column]}%)",
     ]
 

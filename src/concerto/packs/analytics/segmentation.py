@@ -49,6 +49,11 @@ class SegmentationAgent(AnalyticsAgent):
             "segment the Xs by Y",
             "group them into high, medium and low X",
             "which Y has the most high-X items?",
+            "group the X by Y",
+            "break the X down by Y",
+            "put the X into X tiers",
+            "segment the X by their Y",
+            "which X has the most high value X?",
         ],
         default_timeout_ms=20000,
     )

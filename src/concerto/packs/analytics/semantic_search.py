@@ -17,6 +17,7 @@ from sqlglot import exp
 
 from concerto.agents.base import AgentFailure, AgentInfo
 from concerto.contracts.common import ErrorKind
+from concerto.contracts.orchestrator import OrchestratorInput
 from concerto.data.sources import store_for
 from concerto.data.store import QueryFailed, SourceError
 from concerto.packs.analytics import sql, words
@@ -50,17 +51,27 @@ class SemanticSearchAgent(AnalyticsAgent):
             "show me records about supply chain issues",
             "which customers are like Zenith Labs?",
             "customers whose description mentions shipping disruptions",
+            "find X similar to the X",
+            "which X are like the X?",
+            "search for X",
+            "which records mention X?",
         ],
         default_timeout_ms=30000,
     )
 
-    def ready(self) -> str | None:
+    def ready(self, query: OrchestratorInput | None = None) -> str | None:
+        """Ready when the source the question is about has embedded text (the named one, else
+        the only one loaded); with several loaded and none named, when any has."""
         try:
             contexts = store_for(self.settings, self.resources).contexts()
         except (QueryFailed, SourceError):
             return None  # the database's trouble is reported when a question runs
-        if contexts and not any(c.embedded_columns for c in contexts):
-            return "no loaded source has embedded text (load one with a text column)"
+        named = (query.source or query.data_source_id) if query is not None else None
+        mine = [c for c in contexts if c.name == named or c.data_source_id == named] if named else contexts
+        if named is None and len([c for c in contexts if c.name != "demo"]) == 1:
+            mine = [c for c in contexts if c.name != "demo"]
+        if mine and not any(c.embedded_columns for c in mine):
+            return "the source has no embedded text (load one with a text column)"
         return None  # the demo, loaded on first use, has embeddings
 
     async def plan_steps(self, work: Work) -> list[Planned]:

@@ -66,6 +66,11 @@ class SemanticTextAgent(AnalyticsAgent):
             "find retail businesses",
             "which customers are chip makers?",
             "list the healthcare providers",
+            "show me all the X",
+            "find the X",
+            "list the X",
+            "which X are Y?",
+            "which of them are a kind of X?",
         ],
         default_timeout_ms=30000,
     )

@@ -67,6 +67,10 @@ class SQLAnalyticsAgent(AnalyticsAgent):
             "which 3 of them had the highest X?",
             "what is the median X?",
             "maximum X for each Y",
+            "how many X are there?",
+            "how many X are Y?",
+            "how many X in each Y?",
+            "what is the highest X ever?",
         ],
         default_timeout_ms=20000,
     )
@@ -117,6 +121,8 @@ class SQLAnalyticsAgent(AnalyticsAgent):
         r, source = work.reading, work.source
         n = r.top or 1
         label = _label_column(work)
+        if r.top is None and not r.dimensions and kind in ("max", "min"):
+            return self._extreme_row(work, measure, kind, condition)
         if r.dimensions:
             groups = [sql.col(d) for d in r.dimensions[:1]]
             x = r.dimensions[0]
@@ -138,6 +144,23 @@ class SQLAnalyticsAgent(AnalyticsAgent):
         query = query.order_by(exp.Ordered(this=sql.col(name), desc=not r.ascending)).limit(n)
         which = "bottom" if r.ascending else "top"
         return Planned(f"{which} {n} by {measure}", query, "bar", x, [name])
+
+    def _extreme_row(self, work: Work, measure: str, kind: Aggregate, condition: exp.Expr | None) -> Planned:
+        """The single highest (or lowest) value of the measure, with the row it belongs to."""
+        source = work.source
+        shown = [
+            c
+            for c in dict.fromkeys(
+                [source.semantic_profile.entity_key, _label_column(work), source.semantic_profile.time_column]
+            )
+            if c
+        ]
+        not_null = exp.Not(this=exp.Is(this=sql.col(measure), expression=exp.Null()))
+        both = exp.and_(condition, not_null) if condition is not None else not_null
+        query = sql.select_from(source, *(sql.col(c) for c in shown), sql.col(measure)).where(both)
+        query = query.order_by(exp.Ordered(this=sql.col(measure), desc=kind == "max")).limit(1)
+        word = "highest" if kind == "max" else "lowest"
+        return Planned(f"{word} {measure}", query, "bar", shown[0] if shown else None, [measure])
 
     def insights(self, work: Work, executed: list[Executed]) -> Insights:
         e = executed[0]
