@@ -15,14 +15,16 @@ cd "$(dirname "$0")/.."
   echo ".venv/bin/python benchmarks/bench_city.py --output benchmarks/results/city.md"
   echo ".venv/bin/python benchmarks/bench_kpi.py --records 1000000   # writes results/kpi.md"
   echo ".venv/bin/python benchmarks/bench_metrics.py --output benchmarks/results/metrics.md   # starts its own Prometheus"
+  echo ".venv/bin/python benchmarks/bench_analytics.py   # writes results/analytics.md; starts its own PostgreSQL"
   echo "bash benchmarks/compose.sh                     # rebuilds this file"
   echo '```'
-  for part in engine city kpi metrics packs; do
+  for part in engine city kpi metrics packs analytics; do
     f="benchmarks/results/$part.md"
     [ -f "$f" ] || continue
     echo
     case $part in
       engine) echo "## Engine (issue 2)";;
+      analytics) echo "## Analytics pack (issue 14)";;
     esac
     echo
     sed -e 's/^# /### /' -e 's/^## /### /' "$f"

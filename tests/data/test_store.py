@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from concerto.data.context import ProfileOverrides
@@ -90,3 +91,18 @@ def test_names(store: Store, tmp_path: Path) -> None:
     assert store.load(write(tmp_path, "2024.csv", SALES), "2024").name == "t_2024"
     with pytest.raises(SourceError, match="cannot name a source"):
         store.load(write(tmp_path, "x.csv", SALES), "!!!")
+
+
+def test_two_duckdb_stores_in_one_process_share_the_locked_file(tmp_path: Path) -> None:
+    """DuckDB gives a second connection to the same file the first one's (locked) instance."""
+    from concerto.data.duckdb_store import DuckDBStore
+
+    first = DuckDBStore(tmp_path / "sources", row_cap=10, timeout_s=5, max_file_bytes=2**30)
+    context = first.load(write(tmp_path, "sales.csv", SALES), "sales")
+    assert first.query(context, 'SELECT COUNT(*) AS n FROM "sales"').data == [{"n": 3}]
+    second = DuckDBStore(tmp_path / "sources", row_cap=10, timeout_s=5, max_file_bytes=2**30)
+    assert second.query(context, 'SELECT COUNT(*) AS n FROM "sales"').data == [{"n": 3}]
+    with pytest.raises(duckdb.PermissionException):
+        second._reader("sales").execute("SELECT * FROM read_csv('/etc/passwd')").fetchall()
+    first.close()
+    second.close()

@@ -128,9 +128,12 @@ class DuckDBStore(Store):
             if known is not None and known[0] == file_id:
                 return known[1]
             self._forget(name)
-            con = duckdb.connect(str(path), read_only=True)
-            con.execute("SET enable_external_access=false")
-            con.execute("SET lock_configuration=true")
+            # The lock travels with the connection's config: DuckDB shares one instance per file in
+            # a process, so a second store opening the same file gets the same, locked instance
+            # (SET after the first lock would fail).
+            con = duckdb.connect(
+                str(path), read_only=True, config={"enable_external_access": False, "lock_configuration": True}
+            )
             self._readers[name] = (file_id, con)
             return con
 

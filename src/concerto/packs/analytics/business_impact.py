@@ -25,7 +25,7 @@ from concerto.agents.base import AgentInfo
 from concerto.nlp.numbers import number_words_pattern, word_number
 from concerto.packs.analytics import sql, words
 from concerto.packs.analytics._base import AnalyticsAgent, Executed, Insights, Kind, Planned, Work
-from concerto.packs.analytics.reading import Reading
+from concerto.packs.analytics.reading import MONTHS_PER, Reading, default_grain
 
 BASELINE = Kind("baseline", "the current baseline: where we stand now, current totals")
 HISTORY = Kind("history", "historical patterns of growth and how it varied in the past")
@@ -126,7 +126,9 @@ class BusinessImpactAgent(AnalyticsAgent):
                 elasticity = next((r for p, r in results.items() if "elasticity" in p), None)
                 findings += _sensitivity_findings(rows, measure, text, elasticity, work.reading)
             elif e.planned.kind == PROJECTION.name:
-                findings += _projection_findings(rows, measure, _ahead(text))
+                grain = work.reading.grain or default_grain(work.source)
+                periods = max(1, round(_ahead(text) / MONTHS_PER[grain]))
+                findings += _projection_findings(rows, measure, periods, grain)
             elif e.planned.kind == HISTORY.name:
                 findings += _history_findings(rows, measure)
             elif e.planned.kind == BASELINE.name:
@@ -181,7 +183,7 @@ def _baseline(work: Work, measure: str) -> Planned:
 def _series(work: Work, measure: str, kind: Kind) -> Planned:
     column = work.source.semantic_profile.time_column
     assert column is not None
-    grain = work.reading.grain or "month"
+    grain = work.reading.grain or default_grain(work.source)
     period = sql.bucket(column, grain)
     rollup = exp.Sum(this=sql.col(measure)) if sql.additive(work.source, measure) else exp.Avg(this=sql.col(measure))
     query = sql.select_from(work.source, exp.alias_(period, "period"), exp.alias_(sql.rounded(rollup), "value"))
@@ -301,7 +303,7 @@ def _sensitivity_findings(
     ]
 
 
-def _projection_findings(rows: list[dict[str, Any]], measure: str, ahead: int) -> list[str]:
+def _projection_findings(rows: list[dict[str, Any]], measure: str, ahead: int, grain: str) -> list[str]:
     values = np.array([float(r["value"] or 0) for r in rows])
     n = len(values)
     if n < 4:
@@ -320,8 +322,8 @@ def _projection_findings(rows: list[dict[str, Any]], measure: str, ahead: int) -
     half = float(math.sqrt(float((spread**2).sum())))
     recent = float(values[-ahead:].sum())
     return [
-        f"If current trends continue, {measure} over the next {ahead} periods is projected at "
-        f"{words.number(projected)} "
+        f"If current trends continue, {measure} over the next {ahead} {grain}{'s' if ahead > 1 else ''} is "
+        f"projected at {words.number(projected)} "
         f"({words.change(recent, projected)} against the latest {ahead}; 95% interval ±{words.number(half)}; "
         f"least-squares trend {words.number(slope)} per period over n = {n} periods)",
         f"Next period: {words.number(float(centre[0]))} (±{words.number(float(spread[0]))})",

@@ -14,6 +14,7 @@ from sqlglot import exp
 from concerto.agents.base import AgentInfo
 from concerto.packs.analytics import sql, words
 from concerto.packs.analytics._base import AnalyticsAgent, Executed, Insights, Kind, Planned, Work
+from concerto.packs.analytics.reading import default_grain
 from concerto.packs.analytics.segmentation import entities
 
 TREND = Kind("trend", "trend over time: is it increasing, decreasing or stable, growth per month")
@@ -104,7 +105,7 @@ def _time(work: Work) -> str:
 def _trend(work: Work, measure: str, condition: exp.Expr | None) -> Planned:
     """The measure per period with its least-squares slope, per group when the question (or an
     earlier segmentation) splits it: "sales trend by region", "... of each segment"."""
-    grain = work.reading.grain or "month"
+    grain = work.reading.grain or default_grain(work.source)
     rollup = sql.aggregate(sql.entity_measure(work.source, measure), measure)
     rows, group, split = _grouped_rows(work)
     query = sql.template(
@@ -205,7 +206,7 @@ def _extremes(work: Work, measure: str, condition: exp.Expr | None) -> Planned:
 
 
 def _change(work: Work, measure: str, condition: exp.Expr | None) -> Planned:
-    grain = work.reading.grain or "month"
+    grain = work.reading.grain or default_grain(work.source)
     rollup = sql.aggregate(sql.entity_measure(work.source, measure), measure)
     key = work.source.semantic_profile.entity_key
     query = sql.template(

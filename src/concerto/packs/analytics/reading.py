@@ -175,6 +175,23 @@ def _closest_measure(context: DataContext, similar: dict[str, float], reading: R
     return []
 
 
+def default_grain(context: DataContext) -> Grain:
+    """The period a trend is read in when the question names none: the data's own spacing when
+    it is quarterly or yearly, else months (daily data is summed per month)."""
+    column = context.semantic_profile.time_column
+    if column is None:
+        return "month"
+    profile = context.detected_types[column]
+    first, last = _as_date(profile.min), _as_date(profile.max)
+    if first is None or last is None or profile.distinct < 2:
+        return "month"
+    spacing = (last - first).days / (profile.distinct - 1)
+    return "year" if spacing >= 300 else "quarter" if spacing >= 80 else "month"
+
+
+MONTHS_PER: dict[Grain, float] = {"day": 1 / 30, "week": 0.25, "month": 1, "quarter": 3, "year": 12}
+
+
 def default_measure(context: DataContext) -> str | None:
     """The measure a question means when it names none: money first, then other numbers."""
     for role in ("money", "measure"):
