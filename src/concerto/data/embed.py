@@ -44,6 +44,7 @@ def embed_columns(
     import pyarrow as pa
 
     model = embedder()
+    bulk = getattr(model, "embed_bulk", model.embed)  # all cores at load time, when the embedder can
     names: list[str] = []
     values: list[str] = []
     vectors: list[Any] = []
@@ -63,7 +64,7 @@ def embed_columns(
             )
             continue
         for start in range(0, len(found), _BATCH):
-            vectors.append(np.asarray(model.embed(found[start : start + _BATCH]), dtype=np.float32))
+            vectors.append(np.asarray(bulk(found[start : start + _BATCH]), dtype=np.float32))
         names += [column] * len(found)
         values += found
         done.append(column)

@@ -37,6 +37,7 @@ _ID = re.compile(r"(^id$|_id$|^id_|_key$|^key$|_code$|^code$|uuid|^sku$)")
 _CATEGORY_MAX = 50
 _TEXT_MIN_LENGTH = 40
 _SAMPLES = 5
+_SAMPLE_ROWS = 100_000
 
 
 def profile_table(
@@ -57,7 +58,7 @@ def profile_table(
     detected: dict[str, ColumnProfile] = {}
     for column, sql_type in types.items():
         s = stats[column]
-        samples = [jsonable(v) for v in _samples(con, quoted, column)]
+        samples = [jsonable(v) for v in _samples(con, quoted, column, rows)]
         role = _role(column, sql_type, s, rows)
         categories = [jsonable(v) for v in _categories(con, quoted, column)] if role == "category" else []
         detected[column] = ColumnProfile(
@@ -151,12 +152,15 @@ def _stats(con: duckdb.DuckDBPyConnection, table: str, types: dict[str, str]) ->
     return out
 
 
-def _samples(con: duckdb.DuckDBPyConnection, table: str, column: str) -> list[Any]:
-    """The most frequent values (ties by value), so the samples are the same on every load."""
+def _samples(con: duckdb.DuckDBPyConnection, table: str, column: str, rows: int) -> list[Any]:
+    """The most frequent values (ties by value), so the samples are the same on every load; on a
+    large table, of its first rows (DuckDB keeps the file's order), which is what samples are for."""
     q = _quote(column)
-    rows = con.execute(
-        f"SELECT {q} FROM {table} WHERE {q} IS NOT NULL GROUP BY {q} ORDER BY count(*) DESC, {q} LIMIT {_SAMPLES}"
+    source = f"(SELECT {q} FROM {table} LIMIT {_SAMPLE_ROWS})" if rows > 2 * _SAMPLE_ROWS else table
+    rows_ = con.execute(
+        f"SELECT {q} FROM {source} WHERE {q} IS NOT NULL GROUP BY {q} ORDER BY count(*) DESC, {q} LIMIT {_SAMPLES}"
     ).fetchall()
+    return [r[0] for r in rows_]
     return [r[0] for r in rows]
 
 

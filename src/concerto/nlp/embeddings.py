@@ -46,6 +46,13 @@ class LocalEmbedder:
         with self._lock:
             return self._embed(texts)
 
+    def embed_bulk(self, texts: list[str]) -> np.ndarray:
+        """Many texts at once (a load), with every core and without filling the question cache."""
+        import os
+
+        with self._lock:
+            return self._encoder().encode(texts, threads=os.cpu_count() or 1).astype(np.float32, copy=False)
+
     def _embed(self, texts: list[str]) -> np.ndarray:
         missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
         if missing:

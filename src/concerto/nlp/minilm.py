@@ -69,8 +69,9 @@ class MiniLM:
         self._tok.no_padding()  # the shipped tokenizer.json pads to 128; pad per batch instead
         self._tok.enable_truncation(MAX_TOKENS)
 
-    def encode(self, texts: list[str]) -> np.ndarray:
-        """Unit-length float32 vectors, one row per text."""
+    def encode(self, texts: list[str], threads: int = 1) -> np.ndarray:
+        """Unit-length float32 vectors, one row per text. One BLAS thread by default, so a
+        question's embedding never competes with the event loop; loads pass more."""
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         encodings = self._tok.encode_batch(texts)
@@ -80,7 +81,7 @@ class MiniLM:
         for row, enc in enumerate(encodings):
             ids[row, : len(enc.ids)] = enc.ids
             mask[row, : len(enc.ids)] = 1.0
-        with self._threads.limit(limits=1, user_api="blas"):
+        with self._threads.limit(limits=threads, user_api="blas"):
             hidden = self._forward(ids, mask)
         pooled = (hidden * mask[..., None]).sum(1) / np.maximum(mask.sum(1, keepdims=True), 1e-9)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
