@@ -297,7 +297,13 @@ class AnalyticsAgent(Agent):
     def choose(self, work: Work, kinds: list[Kind], *, most: int = 2) -> list[Kind]:
         """The query types closest in meaning to the question (embeddings, no keyword lists):
         the best one, and the next ones that are nearly as close."""
-        vectors = self.resources.embedder.embed([work.request, *(k.description for k in kinds)])
+        # What is asked of the data, not what the data is about: its columns and values masked.
+        from concerto.orchestrator.router import _masked
+
+        named = [*work.reading.named_columns, *(str(v) for f in work.reading.filters for v in f.values)]
+        named += [work.source.semantic_profile.entity_name, work.source.name]
+        asked = _masked(work.request, [n.replace("_", " ") for n in named])
+        vectors = self.resources.embedder.embed([asked, *(k.description for k in kinds)])
         scores = [float(vectors[0] @ vectors[i + 1]) for i in range(len(kinds))]
         order = sorted(range(len(kinds)), key=lambda i: -scores[i])
         best = scores[order[0]]
@@ -328,6 +334,9 @@ class AnalyticsAgent(Agent):
         try:
             return await asyncio.to_thread(choose, store, str(name) if name else None)
         except SourceError as exc:
+            named = None if name else _named_source(store.contexts(), str(payload.get("request") or ""))
+            if named is not None:
+                return named
             raise AgentFailure(
                 str(exc),
                 error_type="source_not_found",
@@ -438,6 +447,19 @@ class AnalyticsAgent(Agent):
         if work.reading.dimensions:
             entities["dimension"] = work.reading.dimensions[0]
         return entities
+
+
+def _named_source(contexts: list[DataContext], question: str) -> DataContext | None:
+    """With several sources loaded and none chosen: the one source whose name, columns or values
+    the question names most (a tie is no choice: the error then asks which)."""
+    from concerto.nlp.terms import named, stems
+
+    asked = stems(question)
+    scores = [(sum(named(asked, t) for t in holdings_of([c]).terms), c) for c in contexts]
+    scores.sort(key=lambda pair: -pair[0])
+    if not scores or scores[0][0] == 0 or (len(scores) > 1 and scores[1][0] == scores[0][0]):
+        return None
+    return scores[0][1]
 
 
 def _shown(e: Executed) -> dict[str, Any]:

@@ -107,7 +107,7 @@ class BenchmarkAgent(AnalyticsAgent):
             else:
                 findings += _standing_findings(rows, entity, measure, e.planned)
         summary = findings[0] if findings else "Nothing could be compared."
-        return Insights(summary, findings, follow_ups=[f"what drives the best {entity}s' {measure}?"])
+        return Insights(summary, findings, follow_ups=[f"what drives the best {words.plural(entity)}' {measure}?"])
 
 
 def _split(work: Work, *, period: bool = True) -> tuple[Filter | None, exp.Expr | None]:
@@ -166,7 +166,7 @@ def _standing(
         purpose = f"{words.listing([str(v) for v in focus.values])} against the average and peers by {measure}"
     else:
         outer = outer.order_by(exp.Ordered(this=exp.column("value_shown"), desc=True)).limit(20)
-        purpose = f"{work.source.semantic_profile.entity_name}s by {measure} against the average"
+        purpose = f"{words.plural(work.source.semantic_profile.entity_name)} by {measure} against the average"
     return Planned(purpose, outer, "bar", label or "entity", ["vs_average_pct"], kind.name)
 
 
@@ -262,13 +262,14 @@ def _standing_findings(rows: list[dict[str, Any]], entity: str, measure: str, pl
         if r.get("grp") not in (None, "all"):
             peer_side = "above" if (r["vs_peers_pct"] or 0) >= 0 else "below"
             out.append(
-                f"Ranked #{r['rank_in_group']} out of {r['n_group']} {entity}s in the {r['grp']} group, "
+                f"Ranked #{r['rank_in_group']} out of {r['n_group']} {words.plural(entity)} in the {r['grp']} group, "
                 f"{abs(r['vs_peers_pct'] or 0)}% {peer_side} its peers' average of {words.number(r['peer_average'])}"
             )
         out.append(f"Percentile: {r['percentile_rank']} (rank #{r['rank_overall']} of {r['n']:,} overall)")
     if not focused:
         above = sum(1 for r in rows if (r["vs_average_pct"] or 0) > 0)
-        out.append(f"All {len(rows)} {entity}s shown are {'above' if above == len(rows) else 'around'} the average")
+        where = "above" if above == len(rows) else "around"
+        out.append(f"All {len(rows)} {words.plural(entity)} shown are {where} the average")
     return out
 
 

@@ -136,7 +136,7 @@ class BusinessImpactAgent(AnalyticsAgent):
             elif e.planned.kind == SCENARIO.name:
                 findings += _scenario_findings(rows, measure, entity, e.planned.purpose)
         summary = findings[0] if findings else "No impact could be computed from the data."
-        return Insights(summary, findings, follow_ups=[f"which {entity}s drive most of the {measure}?"])
+        return Insights(summary, findings, follow_ups=[f"which {words.plural(entity)} drive most of the {measure}?"])
 
 
 def _latest(work: Work) -> exp.Expr | None:
@@ -247,7 +247,10 @@ def _scenario(work: Work, measure: str, text: str) -> Planned:
         n=exp.Literal.number(n),
     )
     return Planned(
-        f"losing the top {n} {work.source.semantic_profile.entity_name}s", query, "table", kind=SCENARIO.name
+        f"losing the top {n} {words.plural(work.source.semantic_profile.entity_name)}",
+        query,
+        "table",
+        kind=SCENARIO.name,
     )
 
 
@@ -349,7 +352,7 @@ def _baseline_findings(rows: list[dict[str, Any]], measure: str, entity: str) ->
     r = rows[0]
     return [
         f"Baseline: {measure} {words.number(r['total'])} over the latest {BASE_PERIODS} periods from "
-        f"{r['entities']:,} {entity}s ({r['rows']:,} rows)"
+        f"{r['entities']:,} {words.plural(entity)} ({r['rows']:,} rows)"
     ]
 
 

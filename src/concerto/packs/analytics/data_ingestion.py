@@ -128,9 +128,9 @@ def example_questions(source: DataContext) -> list[str]:
     if money and source.semantic_profile.time_column:
         out.append(f"is {words.label(money[0])} trending up or down?")
     if money and source.semantic_profile.entity_key:
-        out.append(f"segment {entity}s by {words.label(money[0])}")
+        out.append(f"segment {words.plural(entity)} by {words.label(money[0])}")
     if source.embedded_columns:
-        out.append(f"find {entity}s about a topic in {source.embedded_columns[0]}")
+        out.append(f"find {words.plural(entity)} about a topic in {source.embedded_columns[0]}")
     return out[:4]
 
 

@@ -106,7 +106,7 @@ class OpportunityAgent(AnalyticsAgent):
                 continue
             findings += write(e.result.data, entity, measure, e.planned)
         summary = findings[0] if findings else "No opportunity could be computed from the data."
-        return Insights(summary, findings, follow_ups=[f"which of these {entity}s are at risk?"])
+        return Insights(summary, findings, follow_ups=[f"which of these {words.plural(entity)} are at risk?"])
 
 
 def _name(work: Work) -> str:
@@ -210,7 +210,7 @@ def _underserved(work: Work, measure: str, category: str, condition: exp.Expr | 
         entities=segmentation_entities(work, measure, condition, category).subquery("e"),
     )
     return Planned(
-        f"share of {work.source.semantic_profile.entity_name}s and of {measure} by {category}",
+        f"share of {words.plural(work.source.semantic_profile.entity_name)} and of {measure} by {category}",
         query,
         "bar",
         "grp",
@@ -260,9 +260,9 @@ def _growth_findings(rows: list[dict[str, Any]], entity: str, measure: str, plan
         return [f"No {entity} grew its {measure} over the latest {RECENT} periods."]
     top = growing[0]
     return [
-        f"{len(growing)} {entity}s show the strongest growth in {measure}: {words.who(top)} leads with "
+        f"{len(growing)} {words.plural(entity)} show the strongest growth in {measure}: {words.who(top)} leads with "
         f"{top['growth_pct']:+}% (average {words.number(top['recent_avg'])} per period in the latest {RECENT} "
-        f"against {words.number(top['earlier_avg'])} before; n = {top['n']:,} {entity}s compared)",
+        f"against {words.number(top['earlier_avg'])} before; n = {top['n']:,} {words.plural(entity)} compared)",
         "Fastest growing: " + words.listing([f"{words.who(r)} {r['growth_pct']:+}%" for r in growing], 5),
     ]
 
@@ -272,9 +272,9 @@ def _gap_findings(rows: list[dict[str, Any]], entity: str, measure: str, planned
         return [f"No {entity} combines top-quarter engagement with below-average {measure}."]
     first = rows[0]
     return [
-        f"{first['candidates']} {entity}s identified as upsell candidates: high engagement (at least "
+        f"{first['candidates']} {words.plural(entity)} identified as upsell candidates: high engagement (at least "
         f"{words.number(first['activity_p75'])}, the top quarter), below-average {measure} for their group "
-        f"(n = {first['n']:,} {entity}s)",
+        f"(n = {first['n']:,} {words.plural(entity)})",
         "Most engaged candidates: "
         + words.listing(
             [f"{words.who(r)} ({words.number(r['activity'])}, {r['below_peers_pct']}% below peers)" for r in rows], 5
@@ -286,7 +286,7 @@ def _lookalike_findings(rows: list[dict[str, Any]], entity: str, measure: str, p
     if not rows:
         return []
     return [
-        f"{len(rows)} {entity}s outside the top 20% look most like the top performers "
+        f"{len(rows)} {words.plural(entity)} outside the top 20% look most like the top performers "
         f"({planned.purpose.split('(')[-1].rstrip(')')}): "
         + words.listing(
             [f"{words.who(r)} (percentile {r['value_percentile']}, distance {r['distance_to_top']})" for r in rows], 4
@@ -297,12 +297,13 @@ def _lookalike_findings(rows: list[dict[str, Any]], entity: str, measure: str, p
 def _underserved_findings(rows: list[dict[str, Any]], entity: str, measure: str, planned: Planned) -> list[str]:
     gaps = [r for r in rows if float(r["pct_entities"]) - float(r["pct_total"]) >= 3]
     out = [
-        f"{r['grp']} is underserved: {r['pct_entities']}% of {entity}s, only {r['pct_total']}% of {measure}"
+        f"{r['grp']} is underserved: {r['pct_entities']}% of {words.plural(entity)}, "
+        f"only {r['pct_total']}% of {measure}"
         for r in gaps[:2]
     ]
     if not out:
-        out.append(f"No group's share of {measure} trails its share of {entity}s by 3 points or more.")
-    out.append(f"{len(rows)} groups compared (share of {entity}s against share of {measure}).")
+        out.append(f"No group's share of {measure} trails its share of {words.plural(entity)} by 3 points or more.")
+    out.append(f"{len(rows)} groups compared (share of {words.plural(entity)} against share of {measure}).")
     return out
 
 

@@ -93,7 +93,7 @@ class PatternRecognitionAgent(AnalyticsAgent):
                 continue
             findings += write(rows, measure, entity)
         summary = findings[0] if findings else "No pattern could be computed from the data."
-        return Insights(summary, findings, follow_ups=[f"which {entity}s drive the {measure} trend?"])
+        return Insights(summary, findings, follow_ups=[f"which {words.plural(entity)} drive the {measure} trend?"])
 
 
 def _time(work: Work) -> str:
@@ -215,13 +215,13 @@ def _change(work: Work, measure: str, condition: exp.Expr | None) -> Planned:
         last AS (SELECT MAX(period) AS latest FROM p),
         prev AS (SELECT MAX(period) AS before FROM p CROSS JOIN last WHERE period < latest),
         w AS (SELECT entity,
-            SUM(CASE WHEN period = latest THEN value ELSE 0 END) AS now,
-            SUM(CASE WHEN period = before THEN value ELSE 0 END) AS previous
+            MAX(CASE WHEN period = latest THEN value END) AS now,
+            MAX(CASE WHEN period = before THEN value END) AS previous
           FROM p CROSS JOIN last CROSS JOIN prev GROUP BY entity)
         SELECT entity, ROUND(previous, 2) AS previous, ROUND(now, 2) AS now, ROUND(now - previous, 2) AS change,
           ROUND(100.0 * (now - previous) / NULLIF(ABS(previous), 0), 1) AS change_pct,
           (SELECT MAX(latest) FROM last) AS latest, (SELECT MAX(before) FROM prev) AS before
-        FROM w ORDER BY ABS(now - previous) DESC LIMIT 20""",
+        FROM w WHERE now IS NOT NULL AND previous IS NOT NULL ORDER BY ABS(now - previous) DESC LIMIT 20""",
         key=sql.col(key) if key else exp.Literal.string("all"),
         bucket=sql.bucket(_time(work), grain),
         rollup=rollup,
@@ -276,8 +276,8 @@ def _distribution_findings(rows: list[dict[str, Any]], measure: str, entity: str
     return [
         f"Distribution of {measure} per {entity} is {shape}: median {words.number(d['median'])} {relation} mean "
         f"{words.number(d['mean'])} (skewness {skew:.2f}, n = {d['n']:,})",
-        f"Top 10% of {entity}s account for {d['top10_share']}% of {measure}",
-        f"Half of the {entity}s lie between {words.number(d['p25'])} and {words.number(d['p75'])}; "
+        f"Top 10% of {words.plural(entity)} account for {d['top10_share']}% of {measure}",
+        f"Half of the {words.plural(entity)} lie between {words.number(d['p25'])} and {words.number(d['p75'])}; "
         f"range {words.number(d['min'])} to {words.number(d['max'])}",
     ]
 
@@ -286,10 +286,14 @@ def _extreme_findings(rows: list[dict[str, Any]], measure: str, entity: str) -> 
     name = next((k for k in rows[0] if k not in ("entity", "value", "from_top", "from_bottom", "side")), "entity")
     top = [r for r in rows if r["side"] == "top"]
     bottom = [r for r in rows if r["side"] == "bottom"]
-    out = [f"Top {entity}s by {measure}: " + words.listing([f"{r[name]} ({words.number(r['value'])})" for r in top], 5)]
+    out = [
+        f"Top {words.plural(entity)} by {measure}: "
+        + words.listing([f"{r[name]} ({words.number(r['value'])})" for r in top], 5)
+    ]
     if bottom:
         out.append(
-            f"Bottom {entity}s: " + words.listing([f"{r[name]} ({words.number(r['value'])})" for r in bottom], 5)
+            f"Bottom {words.plural(entity)}: "
+            + words.listing([f"{r[name]} ({words.number(r['value'])})" for r in bottom], 5)
         )
     return out
 

@@ -112,7 +112,9 @@ class RiskAgent(AnalyticsAgent):
             findings += write(e.result.data, entity, e.planned)
             findings += _concentration(e.result.data, _category(work), e.planned)
         summary = findings[0] if findings else "No risk indicator could be computed from the data."
-        return Insights(summary, findings, follow_ups=[f"which of the at-risk {entity}s are upsell candidates?"])
+        return Insights(
+            summary, findings, follow_ups=[f"which of the at-risk {words.plural(entity)} are upsell candidates?"]
+        )
 
 
 class Factors:
@@ -262,7 +264,7 @@ def _churn(work: Work, f: Factors, condition: exp.Expr | None) -> Planned:
     assert isinstance(query, exp.Select)
     labelled = sql.labelled(work.source, query, *_category(work))
     return Planned(
-        f"{work.source.semantic_profile.entity_name}s with no {f.value} in the latest period",
+        f"{words.plural(work.source.semantic_profile.entity_name)} with no {f.value} in the latest period",
         labelled.order_by(exp.Ordered(this=exp.column("usual_per_period"), desc=True)),
         "table",
         kind=CHURN.name,
@@ -272,7 +274,8 @@ def _churn(work: Work, f: Factors, condition: exp.Expr | None) -> Planned:
 def _attention(work: Work, f: Factors, condition: exp.Expr | None) -> Planned:
     query = _scored(work, f, condition, f"risk_score >= {AT_RISK / 2} AND value_percentile >= 80", "value_recent DESC")
     return Planned(
-        f"high-value {work.source.semantic_profile.entity_name}s (top 20% by {f.value}) with a rising risk score",
+        f"high-value {words.plural(work.source.semantic_profile.entity_name)} (top 20% by {f.value}) "
+        "with a rising risk score",
         query,
         "table",
         kind=ATTENTION.name,
@@ -317,8 +320,8 @@ def _score_findings(rows: list[dict[str, Any]], entity: str, planned: Planned) -
         return [f"No {entity} has a risk score of {AT_RISK} or more."]
     first = rows[0]
     out = [
-        f"{len(rows)} {entity}s flagged as at-risk (risk score ≥ {AT_RISK}: the mean standardised "
-        f"{planned.purpose.split('(')[1].split(';')[0]}, n = {first['n']:,} {entity}s)",
+        f"{len(rows)} {words.plural(entity)} flagged as at-risk (risk score ≥ {AT_RISK}: the mean standardised "
+        f"{planned.purpose.split('(')[1].split(';')[0]}, n = {first['n']:,} {words.plural(entity)})",
         f"Highest risk: {words.who(first)} (score {first['risk_score']}: {_worst_change(first)})",
     ]
     return out
@@ -331,8 +334,8 @@ def _decline_findings(rows: list[dict[str, Any]], entity: str, planned: Planned)
     worst = rows[0]
     sharp = sum(1 for r in rows if (r[column] or 0) <= -20)
     return [
-        f"{len(rows)} {entity}s declining, {sharp} of them by 20% or more: {planned.purpose} "
-        f"(n = {worst['n']:,} {entity}s)",
+        f"{len(rows)} {words.plural(entity)} declining, {sharp} of them by 20% or more: {planned.purpose} "
+        f"(n = {worst['n']:,} {words.plural(entity)})",
         f"Steepest decline: {words.who(worst)} ({worst[column]}%)",
     ]
 
@@ -341,7 +344,7 @@ def _warning_findings(rows: list[dict[str, Any]], entity: str, planned: Planned)
     if not rows:
         return [f"No {entity} shows the warning signs ({planned.purpose})."]
     return [
-        f"{len(rows)} {entity}s show warning signs: {planned.purpose}",
+        f"{len(rows)} {words.plural(entity)} show warning signs: {planned.purpose}",
         "Most concerning: " + words.listing([f"{words.who(r)} ({_worst_change(r)})" for r in rows], 4),
     ]
 
@@ -350,7 +353,7 @@ def _churn_findings(rows: list[dict[str, Any]], entity: str, planned: Planned) -
     if not rows:
         return [f"No {entity} stopped: every {entity} active before is active in the latest period."]
     return [
-        f"{len(rows)} {entity}s were active before but not in the latest period (of {rows[0]['n']:,})",
+        f"{len(rows)} {words.plural(entity)} were active before but not in the latest period (of {rows[0]['n']:,})",
         "Largest lost: "
         + words.listing([f"{words.who(r)} (usually {words.number(r['usual_per_period'])})" for r in rows], 4),
     ]
@@ -360,5 +363,5 @@ def _attention_findings(rows: list[dict[str, Any]], entity: str, planned: Planne
     if not rows:
         return [f"No high-value {entity} shows a rising risk."]
     return [f"High-value account {words.who(r)} shows {_worst_change(r)} - needs attention" for r in rows[:3]] + [
-        f"{len(rows)} high-value {entity}s (top 20%) have a risk score of {AT_RISK / 2} or more"
+        f"{len(rows)} high-value {words.plural(entity)} (top 20%) have a risk score of {AT_RISK / 2} or more"
     ]

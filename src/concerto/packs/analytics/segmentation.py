@@ -112,7 +112,7 @@ class SegmentationAgent(AnalyticsAgent):
             else:
                 findings += _combined_findings(rows, entity, e.planned.purpose.rsplit(" by ", 1)[-1])
         summary = findings[0] if findings else "No segments could be formed from the data."
-        return Insights(summary, findings, follow_ups=[f"which {entity}s in the High tier are at risk?"])
+        return Insights(summary, findings, follow_ups=[f"which {words.plural(entity)} in the High tier are at risk?"])
 
 
 def entities(work: Work, measure: str, condition: exp.Expr | None, *extra: str) -> exp.Select:
@@ -207,7 +207,8 @@ def _tier_findings(rows: list[dict[str, Any]], entity: str, measure: str) -> lis
     out = []
     for row in rows:
         out.append(
-            f"{row['tier']} Value segment contains {row['entities']:,} {entity}s ({row['pct_entities']}%) with average "
+            f"{row['tier']} Value segment contains {row['entities']:,} {words.plural(entity)} "
+            f"({row['pct_entities']}%) with average "
             f"{words.label(measure)} of {words.number(row['average'])} and {row['pct_total']}% of the total"
         )
     high = next((r for r in rows if r["tier"] == "High"), None)
@@ -222,13 +223,14 @@ def _tier_findings(rows: list[dict[str, Any]], entity: str, measure: str) -> lis
 def _category_findings(rows: list[dict[str, Any]], entity: str, measure: str, dimension: str) -> list[str]:
     top = rows[0]
     out = [
-        f"{top[dimension]} leads {words.label(dimension)}: {top['entities']:,} {entity}s ({top['pct_entities']}%) "
+        f"{top[dimension]} leads {words.label(dimension)}: {top['entities']:,} {words.plural(entity)} "
+        f"({top['pct_entities']}%) "
         f"with {top['pct_total']}% of {words.label(measure)}"
     ]
     gaps = [r for r in rows if float(r["pct_entities"]) - float(r["pct_total"]) >= 5]
     for r in gaps[:2]:
         out.append(
-            f"{r[dimension]} has {r['pct_entities']}% of the {entity}s but only {r['pct_total']}% of "
+            f"{r[dimension]} has {r['pct_entities']}% of the {words.plural(entity)} but only {r['pct_total']}% of "
             f"{words.label(measure)}"
         )
     out.append(f"{len(rows)} groups: " + ", ".join(f"{r[dimension]} ({r['pct_entities']}%)" for r in rows[:6]))
@@ -241,6 +243,6 @@ def _combined_findings(rows: list[dict[str, Any]], entity: str, dimension: str) 
         return []
     top = max(high, key=lambda r: float(r["pct_of_tier"]))
     return [
-        f"The {top['grp']} {words.label(dimension)} has the highest concentration of High Value {entity}s "
+        f"The {top['grp']} {words.label(dimension)} has the highest concentration of High Value {words.plural(entity)} "
         f"({top['pct_of_tier']}%, {top['entities']} of them)"
     ]

@@ -133,7 +133,7 @@ class SemanticSearchAgent(AnalyticsAgent):
             return Insights("Nothing similar was found.")
         reference = nearest.planned.purpose.split(" nearest to ", 1)[-1]
         best = rows[0]
-        summary = f"{len(rows)} {entity}s closest in meaning to {reference}: " + words.listing(
+        summary = f"{len(rows)} {words.plural(entity)} closest in meaning to {reference}: " + words.listing(
             [f"{words.who(r)} ({r['similarity']:.2f})" for r in rows], 5
         )
         findings = [
@@ -141,7 +141,7 @@ class SemanticSearchAgent(AnalyticsAgent):
             f"Most similar: {words.who(best)} (cosine similarity {best['similarity']:.2f} of the embedded text; "
             f"searched {nearest.result.row_count if nearest.result else 0} nearest texts)",
         ]
-        return Insights(summary, findings, follow_ups=[f"how do these {entity}s compare to the average?"])
+        return Insights(summary, findings, follow_ups=[f"how do these {words.plural(entity)} compare to the average?"])
 
     def plan(self, work: Work) -> list[Planned]:  # pragma: no cover - plan_steps does the work
         raise NotImplementedError
@@ -173,4 +173,6 @@ def _rows(work: Work, column: str, hits: list[dict[str, object]], reference: str
         query = sql.select_from(source, *(sql.col(c) for c in shown), exp.alias_(similarity, "similarity"))
         query = query.where(condition)
     query = query.order_by(exp.Ordered(this=exp.column("similarity"), desc=True)).limit(TOP_K * 5)
-    return Planned(f"{source.semantic_profile.entity_name}s nearest to {reference}", query, "table", kind="rows")
+    return Planned(
+        f"{words.plural(source.semantic_profile.entity_name)} nearest to {reference}", query, "table", kind="rows"
+    )

@@ -184,11 +184,12 @@ class SemanticTextAgent(AnalyticsAgent):
         rows = final[0].result.data if final[0].result else []
         entity = work.source.semantic_profile.entity_name
         how = next((n for n in work.reading.notes if "similar" in n or "LLM" in n), "")
-        summary = f"{len(rows)} {entity}s match '{final[0].planned.purpose.split(': ', 1)[-1]}': " + say.listing(
-            [say.who(r) for r in rows], 5
+        summary = (
+            f"{len(rows)} {say.plural(entity)} match '{final[0].planned.purpose.split(': ', 1)[-1]}': "
+            + say.listing([say.who(r) for r in rows], 5)
         )
         findings = [summary, f"How they were chosen: {how}"]
-        return Insights(summary, findings, follow_ups=[f"total sales of these {entity}s by region"])
+        return Insights(summary, findings, follow_ups=[f"total sales of these {say.plural(entity)} by region"])
 
 
 def _concept(request: str, source: DataContext) -> str:
@@ -282,5 +283,8 @@ def _matching(work: Work, column: str, chosen: list[str], concept: str) -> Plann
         query = sql.select_from(source, *(sql.col(c) for c in shown)).where(condition)
     query = query.order_by(sql.col(label or key or column)).limit(1000)
     return Planned(
-        f"{source.semantic_profile.entity_name}s whose {column} matches: {concept}", query, "table", kind="match"
+        f"{say.plural(source.semantic_profile.entity_name)} whose {column} matches: {concept}",
+        query,
+        "table",
+        kind="match",
     )

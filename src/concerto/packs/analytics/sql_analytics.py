@@ -82,7 +82,7 @@ class SQLAnalyticsAgent(AnalyticsAgent):
         key = source.semantic_profile.entity_key
         if r.aggregate == "count" and not r.measures:
             counted = exp.Count(this=exp.Distinct(expressions=[sql.col(key)])) if key else exp.Count(this=exp.Star())
-            name = f"{source.semantic_profile.entity_name}s" if key else "rows"
+            name = f"{words.plural(source.semantic_profile.entity_name)}" if key else "rows"
             return [self._grouped(work, counted, name, condition, f"Count of {name}")]
         measure = self.measure(work)
         kind: Aggregate = r.aggregate or ("sum" if sql.additive(source, measure) else "avg")

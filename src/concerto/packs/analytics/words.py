@@ -47,3 +47,12 @@ def who(row: dict[str, Any]) -> str:
     """How a result row names its entity: its label (a company's name), else its key."""
     name = next((v for k, v in row.items() if isinstance(v, str) and k not in _NOT_NAMES), None)
     return name if name else str(row.get("entity", "?"))
+
+
+def plural(noun: str) -> str:
+    """ "customer" → "customers", "country" → "countries", "class" → "classes"."""
+    if noun.endswith("y") and noun[-2:-1] not in ("a", "e", "i", "o", "u"):
+        return noun[:-1] + "ies"
+    if noun.endswith(("s", "x", "ch", "sh")):
+        return noun + "es"
+    return noun + "s"
