@@ -35,7 +35,7 @@ _COMMAND = re.compile(
     + r")|\"[^\"]+\"|'[^']+')(?:\s+(?:as|named|called)\s+\S.*)?$",
     re.I,
 )
-_AS = re.compile(r"\b(?:as|named|called)\s+[\"']?([A-Za-z][\w -]{0,62}?)[\"']?\s*$", re.I)
+_AS = re.compile(r"\b(?:as|named|called|call it)\s+[\"']?([A-Za-z][\w -]{0,62}?)[\"']?[?.!]*\s*$", re.I)
 
 
 class DataIngestionAgent(AnalyticsAgent):

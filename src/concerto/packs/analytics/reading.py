@@ -124,6 +124,10 @@ def read(
     _read_period(text, context, values, reading)
     named = _named_columns(text, context)
     reading.named_columns = [c for c, _ in named]
+    for column in reading.named_columns:  # "how many workers are married?": a yes/no column named is a filter
+        if context.detected_types[column].role == "flag":
+            negated = re.search(rf"\b(not|never|un)\s*{logical_name(column).split('_')[0]}", text)
+            reading.filters.append(Filter(column, [not negated]))
     _read_filters(question, context, values, reading)
     filtered = {f.column for f in reading.filters}
     _read_groups(text, context, named, filtered, reading)

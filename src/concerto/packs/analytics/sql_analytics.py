@@ -7,6 +7,7 @@ entities or groups by a measure; the rows that match the question's filters.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from sqlglot import exp
@@ -81,8 +82,18 @@ class SQLAnalyticsAgent(AnalyticsAgent):
         condition = sql.where(r, source)
         key = source.semantic_profile.entity_key
         if r.aggregate == "count" and not r.measures:
-            counted = exp.Count(this=exp.Distinct(expressions=[sql.col(key)])) if key else exp.Count(this=exp.Star())
-            name = f"{words.plural(source.semantic_profile.entity_name)}" if key else "rows"
+            counted_column = _counted_column(work)
+            if counted_column is not None:  # "how many firms are there?": distinct firms, not firms per firm
+                r.dimensions = [d for d in r.dimensions if d != counted_column]
+                counted = exp.Count(this=exp.Distinct(expressions=[sql.col(counted_column)]))
+                name = f"distinct_{counted_column}"
+                return [self._grouped(work, counted, name, condition, f"Count of distinct {counted_column}")]
+            rows_asked = re.search(r"\b(rows|records|entries|lines)\b", work.request.lower())
+            if key and not rows_asked:
+                counted = exp.Count(this=exp.Distinct(expressions=[sql.col(key)]))
+            else:
+                counted = exp.Count(this=exp.Star())
+            name = words.plural(source.semantic_profile.entity_name) if key and not rows_asked else "rows"
             return [self._grouped(work, counted, name, condition, f"Count of {name}")]
         measure = self.measure(work)
         kind: Aggregate = r.aggregate or ("sum" if sql.additive(source, measure) else "avg")
@@ -194,6 +205,21 @@ class SQLAnalyticsAgent(AnalyticsAgent):
         if e.result.truncated:
             findings.append(f"Only the first {e.result.row_count} rows are shown.")
         return Insights(summary, findings, follow_ups=_follow_ups(work))
+
+
+def _counted_column(work: Work) -> str | None:
+    """The category column a "how many X" question counts the distinct values of (X names it)."""
+    asked = re.search(r"\bhow many\s+([a-z]+)", work.request.lower())
+    if asked is None:
+        return None
+    from concerto.data.context import logical_name
+    from concerto.nlp.terms import stem
+
+    word = stem(asked.group(1))
+    for column in work.reading.dimensions:
+        if word in {stem(w) for w in logical_name(column).split("_")}:
+            return column
+    return None
 
 
 def _line_findings(rows: list[dict[str, Any]], planned: Planned, value_column: str, scope: str) -> list[str]:
