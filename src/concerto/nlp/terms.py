@@ -50,3 +50,21 @@ def named(question_stems: set[str], term: str, ignore: frozenset[str] = frozense
     """Whether every word of `term` (but those in `ignore`) is in the question (up to plurals)."""
     term_words = [stem(w) for w in words(term) if w not in ignore]
     return bool(term_words) and all(w in question_stems for w in term_words)
+
+
+def masked(text: str, terms: list[str]) -> str:
+    """`text` with every word of `terms` (up to plurals) replaced by X, runs of X made one: what a
+    question asks of the data, without what the data is about ("average fertility rate by
+    country" → "average X by X")."""
+    if not terms:
+        return text
+    hidden = {stem(w) for term in terms for w in words(term)}
+    out: list[str] = []
+    for token in re.findall(r"[A-Za-z0-9][A-Za-z0-9'_-]*|[^\sA-Za-z0-9]+", text):
+        word = token.lower().removesuffix("'s")
+        if stem(word) in hidden or word in hidden:
+            if not out or out[-1] != "X":
+                out.append("X")
+        else:
+            out.append(token)
+    return " ".join(out)

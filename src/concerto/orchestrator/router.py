@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -21,7 +20,7 @@ from pydantic import BaseModel, Field
 from concerto.agents.base import Agent, AgentInfo
 from concerto.contracts.orchestrator import IntentClassification, OrchestratorInput
 from concerto.llm.base import LLMClient, LLMError, Message, Usage
-from concerto.nlp.terms import named, stem, stems, words
+from concerto.nlp.terms import masked, named, stems
 from concerto.orchestrator.intents import IntentSpec
 from concerto.orchestrator.semantic import Match, SemanticIndex, Target, clauses, steps
 
@@ -169,12 +168,14 @@ class Router:
         is about, says which of the agents holding it answers (their declared question forms
         match the masked text); it then gets the held-term boost."""
         plain = self.index.rank_many(texts) if self.index is not None else [[] for _ in texts]
-        masked = [
-            _masked(text, [t for terms in h.values() for t in terms]) for text, h in zip(texts, held, strict=True)
+        masked_texts = [
+            masked(text, [t for terms in h.values() for t in terms]) for text, h in zip(texts, held, strict=True)
         ]
-        redo = [i for i, (text, m) in enumerate(zip(texts, masked, strict=True)) if m != text]
+        redo = [i for i, (text, m) in enumerate(zip(texts, masked_texts, strict=True)) if m != text]
         again = (
-            dict(zip(redo, self.index.rank_many([masked[i] for i in redo]), strict=True)) if redo and self.index else {}
+            dict(zip(redo, self.index.rank_many([masked_texts[i] for i in redo]), strict=True))
+            if redo and self.index
+            else {}
         )
         out = []
         for i, (matches, h) in enumerate(zip(plain, held, strict=True)):
@@ -294,22 +295,6 @@ def _adjusted(matches: list[Match], held: dict[str, list[str]], unready: set[str
         Match(m.name, m.score + (HELD_BOOST if m.name in held else 0.0)) for m in matches if m.name not in unready
     ]
     return sorted(scored, key=lambda m: -m.score)
-
-
-def _masked(text: str, terms: list[str]) -> str:
-    """`text` with every word of `terms` (up to plurals) replaced by X, runs of X made one."""
-    if not terms:
-        return text
-    masked = {stem(w) for term in terms for w in words(term)}
-    out: list[str] = []
-    for token in re.findall(r"[A-Za-z0-9][A-Za-z0-9'_-]*|[^\sA-Za-z0-9]+", text):
-        word = token.lower().removesuffix("'s")
-        if stem(word) in masked or word in masked:
-            if not out or out[-1] != "X":
-                out.append("X")
-        else:
-            out.append(token)
-    return " ".join(out)
 
 
 def _unmatched(score: float, method: str, reason: str) -> RouteDecision:

@@ -298,11 +298,11 @@ class AnalyticsAgent(Agent):
         """The query types closest in meaning to the question (embeddings, no keyword lists):
         the best one, and the next ones that are nearly as close."""
         # What is asked of the data, not what the data is about: its columns and values masked.
-        from concerto.orchestrator.router import _masked
+        from concerto.nlp.terms import masked
 
         named = [*work.reading.named_columns, *(str(v) for f in work.reading.filters for v in f.values)]
         named += [work.source.semantic_profile.entity_name, work.source.name]
-        asked = _masked(work.request, [n.replace("_", " ") for n in named])
+        asked = masked(work.request, [n.replace("_", " ") for n in named])
         vectors = self.resources.embedder.embed([asked, *(k.description for k in kinds)])
         scores = [float(vectors[0] @ vectors[i + 1]) for i in range(len(kinds))]
         order = sorted(range(len(kinds)), key=lambda i: -scores[i])
