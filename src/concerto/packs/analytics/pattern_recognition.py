@@ -154,7 +154,9 @@ def _outliers(work: Work, measure: str, condition: exp.Expr | None) -> Planned:
     time_column = source.semantic_profile.time_column
     label = sql.label_column(source)
     shown = [c for c in (key, label, time_column) if c]
-    panel = bool(key and time_column)
+    # An entity's own norm needs enough of its values (a car's one or two model years do not make one).
+    per_entity = source.row_count / max(source.detected_types[key].distinct, 1) if key else 0
+    panel = bool(key and time_column and per_entity >= 6)
     query = sql.template(
         """WITH s AS (SELECT *, AVG(p_m) OVER (PARTITION BY p_by) AS mean,
             STDDEV_SAMP(p_m) OVER (PARTITION BY p_by) AS sd,

@@ -65,6 +65,9 @@ class SegmentationAgent(AnalyticsAgent):
         chosen = self.choose(work, KINDS)
         if dimension is None:
             chosen = [TIERS]
+        elif r.dimensions and not r.measures:  # "segment the wines by cultivar": the groups are the answer
+            tiered = TIERS in chosen or COMBINED in chosen  # "which region has the most high value ...?"
+            chosen = [COMBINED, CATEGORIES] if tiered else [CATEGORIES]
         elif r.dimensions and TIERS in chosen and COMBINED not in chosen:
             chosen.append(COMBINED)  # "tiers ... by region": the two together
         profile = [m for m in source.columns_with("money", "measure") if m != measure][:3]
@@ -124,7 +127,9 @@ def entities(work: Work, measure: str, condition: exp.Expr | None, *extra: str) 
     projections.append(exp.alias_(rollup, "value"))
     for column in extra:
         projections.append(exp.alias_(exp.AnyValue(this=sql.col(column)) if key else sql.col(column), column))
-    query = sql.filtered(sql.select_from(source, *projections), condition)
+    known = exp.Not(this=exp.Is(this=sql.col(measure), expression=exp.Null()))  # a missing value is no tier
+    both = exp.and_(condition, known) if condition is not None else known
+    query = sql.select_from(source, *projections).where(both)
     return query.group_by(sql.col(key)) if key else query
 
 
