@@ -250,6 +250,12 @@ def _trend_findings(rows: list[dict[str, Any]], measure: str, entity: str) -> li
             f"{series[0]['period']} to {series[-1]['period']} (least-squares slope {words.number(slope)} per period, "
             f"R² {r2}, n = {len(series)} periods)"
         )
+    if len(groups) > 1:  # one line with every group first, so a summary carries them all
+        changes = ", ".join(
+            f"{name} {words.change(float(series[0]['value']), float(series[-1]['value']))}"
+            for name, series in groups.items()
+        )
+        out.insert(0, f"{measure.capitalize()} from the first to the last period by group: {changes}")
     if len(groups) == 1:
         series = next(iter(groups.values()))
         peak = max(series, key=lambda r: r["value"])
