@@ -448,12 +448,12 @@ class Backend:
 
             if name not in self._duck:
                 # The same config as the store's own readers: DuckDB allows one configuration per file
-            # in a process (and the locked one runs the same SQL at the same speed).
-            self._duck[name] = duckdb.connect(
-                str(self.data_dir / "sources" / f"{name}.duckdb"),
-                read_only=True,
-                config={"enable_external_access": False, "lock_configuration": True},
-            )
+                # in a process (and the locked one runs the same SQL at the same speed).
+                self._duck[name] = duckdb.connect(
+                    str(self.data_dir / "sources" / f"{name}.duckdb"),
+                    read_only=True,
+                    config={"enable_external_access": False, "lock_configuration": True},
+                )
             con = self._duck[name]
 
             def run_duck(sql: str) -> int:
