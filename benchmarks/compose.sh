@@ -16,18 +16,22 @@ cd "$(dirname "$0")/.."
   echo ".venv/bin/python benchmarks/bench_kpi.py --records 1000000   # writes results/kpi.md"
   echo ".venv/bin/python benchmarks/bench_metrics.py --output benchmarks/results/metrics.md   # starts its own Prometheus"
   echo ".venv/bin/python benchmarks/bench_analytics.py   # writes results/analytics.md; starts its own PostgreSQL"
+  echo ".venv/bin/python benchmarks/bench_accuracy.py --backend both --output benchmarks/results/accuracy.md"
   echo "bash benchmarks/compose.sh                     # rebuilds this file"
   echo '```'
-  for part in engine city kpi metrics packs analytics; do
+  for part in engine city kpi metrics packs analytics accuracy; do
     f="benchmarks/results/$part.md"
     [ -f "$f" ] || continue
     echo
     case $part in
       engine) echo "## Engine (issue 2)";;
       analytics) echo "## Analytics pack (issue 14)";;
+      accuracy) echo "## Analytics accuracy without an LLM (issue 14)";;
     esac
     echo
-    sed -e 's/^# /### /' -e 's/^## /### /' "$f"
+    # The accuracy report's list of failures stays in its own file (linked), not here.
+    sed -e '/^## Failures/,$d' -e 's/^# /### /' -e 's/^## /### /' "$f"
+    [ "$part" = accuracy ] && echo && echo "Every failure, with what came back and why: [benchmarks/results/accuracy.md](benchmarks/results/accuracy.md)."
   done
 } > BENCHMARKS.md
 echo "BENCHMARKS.md rebuilt"
