@@ -73,19 +73,7 @@ MIX_QUESTIONS = [
     ("opportunity", "which customers are upsell candidates?"),
 ]
 
-INDUSTRIES = {
-    "Semiconductors": ["designs and manufactures microchips and processors", "produces silicon wafers and packaging"],
-    "Retail": ["runs a chain of grocery and convenience stores", "sells clothing and home goods online and in malls"],
-    "Healthcare": ["operates outpatient clinics and diagnostic labs", "provides home nursing and elder care services"],
-    "Software": ["builds cloud accounting software for small firms", "develops cybersecurity tools for enterprises"],
-    "Logistics": ["runs freight trucking and warehousing", "operates cold-chain shipping for perishable food"],
-    "Manufacturing": ["makes industrial pumps and valves", "assembles electric motors for appliances"],
-    "Financial Services": ["offers commercial lending and payments", "manages pension funds for municipalities"],
-    "Energy": ["installs solar panels for businesses", "distributes natural gas to industrial sites"],
-}
 TAILS = ["", " Recently hit by supply chain delays.", " Long-standing customer with a dedicated account team."]
-REGIONS = ["East", "West", "North", "South"]
-SEGMENTS = ["Enterprise", "Mid-Market", "SMB"]
 PREFIXES = (
     "Acme Apex Atlas Beacon Blue Bright Cedar Crest Delta Eagle Echo Ember Evergreen Falcon Fusion Granite Harbor "
     "Horizon Iron Jade Keystone Lumen Maple Meridian Nimbus Nova Oak Orion Pacific Peak Pine Pioneer Quantum "
@@ -103,6 +91,8 @@ def panel(customers: int, seed: int = 14) -> Any:
     as an Arrow table; vectorised, so 10M rows take seconds."""
     import pyarrow as pa
     import pyarrow.compute as pc
+
+    from concerto.data.demo import INDUSTRIES, REGIONS, SEGMENTS  # the demo's vocabulary
 
     rng = np.random.default_rng(seed)
     n, m = customers, MONTHS
