@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from abc import abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -160,8 +161,9 @@ class AnalyticsAgent(Agent):
     # -- what subclasses provide -----------------------------------------------------------
 
     def plan(self, work: Work) -> list[Planned]:
-        """The queries answering `work.request`; raise `AgentFailure` when none can."""
-        raise NotImplementedError
+        """The queries answering `work.request`; raise `AgentFailure` when none can. Agents that
+        need data before they can plan override `plan_steps` instead (then this is unused)."""
+        return []
 
     async def plan_steps(self, work: Work) -> list[Planned]:
         """`plan`, for agents whose plan needs data first (fetch, reason, then query): those
@@ -225,9 +227,9 @@ class AnalyticsAgent(Agent):
         work.before.append(done)
         return done
 
+    @abstractmethod
     def insights(self, work: Work, executed: list[Executed]) -> Insights:
         """Findings computed from the results, worded with their numbers."""
-        raise NotImplementedError
 
     def extra_output(self, work: Work, executed: list[Executed]) -> dict[str, Any]:
         """Fields beyond the spec's structure that later tasks of a plan can use (e.g. `segments`)."""

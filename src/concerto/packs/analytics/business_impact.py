@@ -147,12 +147,12 @@ def _latest(work: Work) -> exp.Expr | None:
     latest = work.source.detected_types[column].max
     if latest is None:
         return None
-    from concerto.packs.analytics.reading import _add_months, _as_date
+    from concerto.packs.analytics.reading import add_months, as_date
 
-    end = _as_date(latest)
+    end = as_date(latest)
     if end is None:
         return None
-    start = _add_months(end.replace(day=1), -(BASE_PERIODS - 1))
+    start = add_months(end.replace(day=1), -(BASE_PERIODS - 1))
     return exp.GTE(this=sql.col(column), expression=sql.literal(start))
 
 

@@ -16,6 +16,7 @@ from sqlglot import exp
 from concerto.agents.base import AgentInfo
 from concerto.packs.analytics import sql, words
 from concerto.packs.analytics._base import AnalyticsAgent, Executed, Insights, Kind, Planned, Work
+from concerto.packs.analytics.segmentation import entities
 
 GROWTH = Kind("growth", "entities with growing or increasing numbers, growth trajectory, momentum")
 GAP = Kind("gap", "upsell or cross-sell candidates: highly engaged but low spend, below peers")
@@ -142,7 +143,7 @@ def _ordered(query: exp.Select, column: str, *, desc: bool = True) -> exp.Select
 
 def _gap(work: Work, measure: str, engagement: str, category: str | None, condition: exp.Expr | None) -> Planned:
     """Engagement in the top quarter, spend below the average of the entity's own category."""
-    rolled = segmentation_entities(work, measure, condition, *([category] if category else []))
+    rolled = entities(work, measure, condition, *([category] if category else []))
     rolled = rolled.select(
         exp.alias_(sql.aggregate(sql.entity_measure(work.source, engagement), engagement), "activity")
     )
@@ -174,7 +175,7 @@ def _lookalike(work: Work, measure: str, condition: exp.Expr | None) -> Planned:
     others = [m for m in work.source.columns_with("money", "measure") if m != measure][:3]
     if not others:
         others = [measure]
-    rolled = segmentation_entities(work, measure, condition)
+    rolled = entities(work, measure, condition)
     for i, m in enumerate(others):
         rolled = rolled.select(exp.alias_(sql.aggregate(sql.entity_measure(work.source, m), m), f"f{i}"))
     z = [f"(f{i} - AVG(f{i}) OVER ()) / NULLIF(STDDEV_SAMP(f{i}) OVER (), 0)" for i in range(len(others))]
@@ -207,7 +208,7 @@ def _underserved(work: Work, measure: str, category: str, condition: exp.Expr | 
           ROUND(AVG(value), 2) AS average
         FROM p_entities GROUP BY p_dim) AS g ORDER BY pct_total - pct_entities""",
         dim=exp.column(category, quoted=True),
-        entities=segmentation_entities(work, measure, condition, category).subquery("e"),
+        entities=entities(work, measure, condition, category).subquery("e"),
     )
     return Planned(
         f"share of {words.plural(work.source.semantic_profile.entity_name)} and of {measure} by {category}",
@@ -246,12 +247,6 @@ def _score(work: Work, measure: str, engagement: str | None, condition: exp.Expr
         ["potential_score"],
         SCORE.name,
     )
-
-
-def segmentation_entities(work: Work, measure: str, condition: exp.Expr | None, *extra: str) -> exp.Select:
-    from concerto.packs.analytics.segmentation import entities
-
-    return entities(work, measure, condition, *extra)
 
 
 def _growth_findings(rows: list[dict[str, Any]], entity: str, measure: str, planned: Planned) -> list[str]:

@@ -51,13 +51,13 @@ _MONTHS = {
     )
 }
 _MONTH = re.compile(r"\b(" + "|".join(_MONTHS) + r")\s+(19\d\d|20\d\d)\b")
-_STOP = frozenset(
+STOP = frozenset(
     """the a an of in on for to and or by per with what which who is are was were show me our my all each every how
     many much do does have has their its that this these those from at as be list give find data value values number
     than more less between over under most least""".split()
 )
 # Words that shape a question rather than name data (aggregates, periods, ordering, verbs).
-_GRAMMAR = frozenset(
+GRAMMAR = frozenset(
     """average avg mean typical median count total sum overall combined maximum max highest largest biggest peak
     minimum min lowest smallest top bottom first last best worst past previous recent day days week weeks month
     months quarter quarters year years daily weekly monthly quarterly yearly annual annually trend trends over time
@@ -154,7 +154,7 @@ def _leftover(text: str, context: DataContext, reading: Reading, values: dict[st
     known |= set(words(profile.entity_name)) | set(words(context.name)) | set(words(profile.domain))
     out = []
     for token in text.split():
-        if token in _STOP or token in _GRAMMAR or token.isdigit() or len(token) < 3:
+        if token in STOP or token in GRAMMAR or token.isdigit() or len(token) < 3:
             continue
         if token in known or token.rstrip("s") in known or word_score(token, sorted(known)) >= NEAR:
             continue
@@ -186,7 +186,7 @@ def default_grain(context: DataContext) -> Grain:
     if column is None:
         return "month"
     profile = context.detected_types[column]
-    first, last = _as_date(profile.min), _as_date(profile.max)
+    first, last = as_date(profile.min), as_date(profile.max)
     if first is None or last is None or profile.distinct < 2:
         return "month"
     spacing = (last - first).days / (profile.distinct - 1)
@@ -224,10 +224,10 @@ def _count(token: str) -> int | None:
 
 def _named_columns(text: str, context: DataContext) -> list[tuple[str, float]]:
     """Columns whose name words appear in the question (exactly, or nearly), best first."""
-    tokens = [t for t in text.split() if t not in _STOP]
+    tokens = [t for t in text.split() if t not in STOP]
     found: list[tuple[str, float]] = []
     for column in context.columns:
-        name_words = [w for w in logical_name(column).split("_") if w and w not in _STOP]
+        name_words = [w for w in logical_name(column).split("_") if w and w not in STOP]
         if len(name_words) > 1 and len(name_words[-1]) <= 3:  # "body_mass_g", "weight_lbs": a unit
             name_words = name_words[:-1]
         if not name_words:
@@ -256,7 +256,7 @@ def _read_filters(question: str, context: DataContext, values: dict[str, list[ob
 
 def _mentions(text: str, value: str) -> bool:
     target = " ".join(words(value))
-    if len(target) < 2 or target in _STOP:
+    if len(target) < 2 or target in STOP:
         return False
     if f" {target} " in text or (len(target) > 3 and f" {target}s " in text):
         return True
@@ -290,7 +290,7 @@ def _read_groups(
         ]
         if candidates:
             reading.dimensions.append(candidates[0])
-        elif first and first not in _STOP and first == context.semantic_profile.entity_name:
+        elif first and first not in STOP and first == context.semantic_profile.entity_name:
             key = context.semantic_profile.entity_key
             if key:
                 reading.dimensions.append(key)
@@ -319,7 +319,7 @@ def _read_period(text: str, context: DataContext, values: dict[str, list[object]
         if years and year_column:
             reading.filters.append(Filter(year_column, list(years)))
         return
-    latest = _as_date(context.detected_types[column].max)
+    latest = as_date(context.detected_types[column].max)
     if latest is None:
         return
     if m := _QUARTER.search(text):
@@ -334,7 +334,7 @@ def _read_period(text: str, context: DataContext, values: dict[str, list[object]
         unit = m.group(3)
         months = {"month": 1, "quarter": 3, "year": 12}.get(unit)
         if months is not None:
-            first = _add_months(date(latest.year, latest.month, 1), -(n or 1) * months + 1)
+            first = add_months(date(latest.year, latest.month, 1), -(n or 1) * months + 1)
         else:
             first = latest - timedelta(days=(n or 1) * (7 if unit == "week" else 1) - 1)
         reading.period = Period(first, latest, f"the last {n or 1} {unit}{'s' if (n or 1) > 1 else ''} of data")
@@ -344,7 +344,7 @@ def _read_period(text: str, context: DataContext, values: dict[str, list[object]
         )
 
 
-def _as_date(value: object) -> date | None:
+def as_date(value: object) -> date | None:
     if isinstance(value, date):
         return value
     try:
@@ -353,10 +353,10 @@ def _as_date(value: object) -> date | None:
         return None
 
 
-def _add_months(day: date, months: int) -> date:
+def add_months(day: date, months: int) -> date:
     index = day.year * 12 + day.month - 1 + months
     return date(index // 12, index % 12 + 1, 1)
 
 
 def _month_end(day: date) -> date:
-    return _add_months(day, 1) - timedelta(days=1)
+    return add_months(day, 1) - timedelta(days=1)

@@ -22,7 +22,7 @@ from concerto.data.sources import store_for
 from concerto.data.store import QueryFailed, SourceError
 from concerto.packs.analytics import sql, words
 from concerto.packs.analytics._base import AnalyticsAgent, Executed, Insights, Planned, Work
-from concerto.packs.analytics.semantic_text import _concept
+from concerto.packs.analytics.semantic_text import concept_of
 
 TOP_K = 10
 
@@ -121,7 +121,7 @@ class SemanticSearchAgent(AnalyticsAgent):
                 vectors = await asyncio.to_thread(self.resources.embedder.embed, texts)
                 mean = vectors.mean(axis=0)
                 return f"{words.listing([str(v) for v in named.values])}", mean / np.linalg.norm(mean), set(texts)
-        concept = _concept(work.request, source) or work.request
+        concept = concept_of(work.request, source) or work.request
         vector = (await asyncio.to_thread(self.resources.embedder.embed, [concept]))[0]
         return f"'{concept}'", vector, set()
 
@@ -142,9 +142,6 @@ class SemanticSearchAgent(AnalyticsAgent):
             f"searched {nearest.result.row_count if nearest.result else 0} nearest texts)",
         ]
         return Insights(summary, findings, follow_ups=[f"how do these {words.plural(entity)} compare to the average?"])
-
-    def plan(self, work: Work) -> list[Planned]:  # pragma: no cover - plan_steps does the work
-        raise NotImplementedError
 
 
 def _rows(work: Work, column: str, hits: list[dict[str, object]], reference: str) -> Planned:

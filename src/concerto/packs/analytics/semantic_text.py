@@ -26,7 +26,7 @@ from concerto.nlp.terms import stem, words
 from concerto.packs.analytics import sql
 from concerto.packs.analytics import words as say
 from concerto.packs.analytics._base import AnalyticsAgent, Executed, Insights, Planned, Work
-from concerto.packs.analytics.reading import _GRAMMAR, _STOP
+from concerto.packs.analytics.reading import GRAMMAR, STOP
 
 # A category value is the cleanest evidence when it means the concept this clearly.
 CATEGORY_MIN, CATEGORY_MARGIN = 0.58, 0.10
@@ -76,7 +76,7 @@ class SemanticTextAgent(AnalyticsAgent):
     )
 
     async def plan_steps(self, work: Work) -> list[Planned]:
-        concept = _concept(work.request, work.source)
+        concept = concept_of(work.request, work.source)
         if not concept:
             raise AgentFailure(
                 "Say what kind of entity to look for, e.g. 'show me all semiconductor companies'.",
@@ -192,7 +192,7 @@ class SemanticTextAgent(AnalyticsAgent):
         return Insights(summary, findings, follow_ups=[f"total sales of these {say.plural(entity)} by region"])
 
 
-def _concept(request: str, source: DataContext) -> str:
+def concept_of(request: str, source: DataContext) -> str:
     """The question's words that name the concept: not grammar, not the entity, not a column's name."""
     known = {w for c in source.columns for w in logical_name(c).split("_")}
     known |= set(words(source.semantic_profile.entity_name)) | set(words(source.name))
@@ -214,7 +214,7 @@ def _concept(request: str, source: DataContext) -> str:
     kept = [
         w
         for w in words(request)
-        if w not in _STOP and w not in _GRAMMAR and w not in verbs and stem(w) not in known and w not in known
+        if w not in STOP and w not in GRAMMAR and w not in verbs and stem(w) not in known and w not in known
     ]
     return " ".join(kept)
 
