@@ -59,6 +59,7 @@ class PostgresStore(Store):
         self._opened: list[psycopg.Connection[Any]] = []
         self._ready = False
         self._setup_lock = threading.Lock()
+        self._listed: tuple[Any, list[DataContext]] | None = None  # (catalog stamp, contexts)
 
     def _connection(self) -> psycopg.Connection[Any]:
         """This thread's connection (psycopg connections are not shared between threads)."""
@@ -100,8 +101,18 @@ class PostgresStore(Store):
             self._ready = True
 
     def contexts(self) -> list[DataContext]:
-        rows = self._connection().execute(f"SELECT context FROM {SCHEMA}.sources ORDER BY loaded_at, name").fetchall()
-        return [DataContext.model_validate(row[0]) for row in rows]
+        """The sources, read and validated again only when the catalog changed: routing asks every
+        analytics agent what it holds on every question, and a count with the newest row version
+        (`xmin`, new on every insert and update) is far cheaper than the contexts themselves."""
+        con = self._connection()
+        stamp = con.execute(f"SELECT count(*), max(xmin::text::bigint) FROM {SCHEMA}.sources").fetchall()[0]
+        listed = self._listed
+        if listed is not None and listed[0] == stamp:
+            return list(listed[1])
+        rows = con.execute(f"SELECT context FROM {SCHEMA}.sources ORDER BY loaded_at, name").fetchall()
+        found = [DataContext.model_validate(row[0]) for row in rows]
+        self._listed = (stamp, found)
+        return list(found)
 
     def load(
         self,
