@@ -45,6 +45,29 @@ class AgentInfo(BaseModel):
     )
 
 
+class Unanswered(BaseModel):
+    """A part of the question an answer does not cover, and why.
+
+    An agent that answers part of a question (two departments asked, one known; a month
+    with no data yet) returns its result with one of these per missing part. The executor
+    turns each into an error entry of the agent's response and a key finding, so no answer
+    is half an answer without saying so.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    part: str = Field(..., min_length=1, description="What was asked and not answered, e.g. \"department 'atlantis'\"")
+    reason: str = Field(..., min_length=1, description="Why, in words a user can act on")
+    error_type: str = "unanswered_part"
+    kind: ErrorKind = ErrorKind.NOT_FOUND
+    suggestion: str | None = None
+
+    @property
+    def sentence(self) -> str:
+        """ "Not answered: department 'atlantis': no such department." (as the synthesizer says it)."""
+        return f"Not answered: {self.part}: {self.reason.rstrip('.')}."
+
+
 class AgentResult(BaseModel):
     """What `run` returns: the data, one sentence saying it, findings and follow-ups."""
 
@@ -56,6 +79,9 @@ class AgentResult(BaseModel):
         default_factory=dict,
         description="What the agent recognised in the question (a city, a KPI, a metric ...); "
         "the orchestrator reports them in `intent_classification.entities_extracted`",
+    )
+    unanswered: list[Unanswered] = Field(
+        default_factory=list, description="Parts of the question this result does not cover, and why"
     )
 
 

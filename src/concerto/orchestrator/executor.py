@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentResult
+from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentResult, Unanswered
 from concerto.contracts.common import AgentError, ErrorKind, ExecutionStatus
 from concerto.contracts.dispatch import AgentDispatchResponse
 from concerto.contracts.events import EventType
@@ -229,6 +229,10 @@ class Executor:
                 errors.append(final.error)
         total = (time.perf_counter() - ready) * 1000
         result = final.result
+        findings = list(result.key_findings) if result else []
+        if result is not None and final.error is None:
+            errors += [_unanswered_error(agent_name, gap) for gap in result.unanswered]
+            findings += [gap.sentence for gap in result.unanswered if gap.sentence not in findings]
         return AgentDispatchResponse(
             agent=agent_name,
             task_id=task.task_id,
@@ -239,7 +243,7 @@ class Executor:
             total_latency_ms=total,
             output=result.output if result else {},
             summary=result.summary if result else None,
-            key_findings=result.key_findings if result else [],
+            key_findings=findings,
             errors=errors,
             entities=result.entities if result else {},
             used_fallback=agent_name != task.agent,
@@ -363,6 +367,18 @@ def _previous(response: AgentDispatchResponse, task: AgentTask) -> dict[str, Any
         "result": response.output,
         "key_findings": response.key_findings,
     }
+
+
+def _unanswered_error(agent: str, gap: Unanswered) -> AgentError:
+    """A part of the question a completed answer does not cover, as an error entry."""
+    return AgentError(
+        agent=agent,
+        kind=gap.kind,
+        error_type=gap.error_type,
+        message=f"{gap.part}: {gap.reason}",
+        suggestion=gap.suggestion,
+        details={"part": gap.part},
+    )
 
 
 def _skipped(task: AgentTask, reason: str) -> AgentDispatchResponse:

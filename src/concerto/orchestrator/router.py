@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 from concerto.agents.base import Agent, AgentInfo
 from concerto.contracts.orchestrator import IntentClassification, OrchestratorInput
 from concerto.llm.base import LLMClient, LLMError, Message, Usage
-from concerto.nlp.terms import masked, named, stems
+from concerto.nlp.terms import masked, named, stem, stems, words
 from concerto.orchestrator.intents import IntentSpec
 from concerto.orchestrator.semantic import Match, SemanticIndex, Target, clauses, steps
 
@@ -211,6 +211,7 @@ class Router:
                 terms = [t for t in held.terms if named(question, t)] if held else []
                 if terms:
                     found[name] = terms
+            found = _most_specific(found)
             for intent, spec in self.intents.items():  # an intent stands for its agents
                 terms = [t for task in spec.tasks for t in found.get(task.agent, [])]
                 if terms:
@@ -307,3 +308,20 @@ def _unmatched(score: float, method: str, reason: str) -> RouteDecision:
             reasoning=reason,
         )
     )
+
+
+def _most_specific(found: dict[str, list[str]]) -> dict[str, list[str]]:
+    """Drop a held term whose words are a part of a longer term another agent holds and the
+    question names: in "customer satisfaction by team" the agent holding "customer
+    satisfaction" is meant, not every agent whose table has a "customer" column."""
+    words_of = {(name, t): {stem(w) for w in words(t)} for name, terms in found.items() for t in terms}
+    out: dict[str, list[str]] = {}
+    for name, terms in found.items():
+        kept = [
+            t
+            for t in terms
+            if not any(other != name and words_of[(name, t)] < w for (other, _), w in words_of.items())
+        ]
+        if kept:
+            out[name] = kept
+    return out

@@ -26,6 +26,13 @@ class Synthesis:
     notes: list[str] = field(default_factory=list)
 
 
+def unanswered(r: AgentDispatchResponse) -> list[str]:
+    """The parts of the question a completed result says it does not cover, as sentences."""
+    if r.status is not ExecutionStatus.COMPLETED:
+        return []
+    return [f"Not answered: {e.message.rstrip('.')}." for e in r.errors if "part" in e.details]
+
+
 def _label(agent: str) -> str:
     return agent.replace("_", " ")
 
@@ -53,17 +60,19 @@ class Synthesizer:
         failed = [r for r in results if r.status is not ExecutionStatus.COMPLETED]
         sentences = [r.summary or f"{_label(r.agent)} returned {len(r.output)} field(s)." for r in ok]
         problems = [self._problem(r) for r in failed]
-        findings = [f for r in ok for f in r.key_findings][:10]
+        gaps = [sentence for r in ok for sentence in unanswered(r)]
+        findings = [f for r in ok for f in r.key_findings if f not in gaps][: max(10 - len(gaps), 3)] + gaps
         fmt, who = query.output_format, query.user_expertise
 
         if fmt == "brief":
-            text = " ".join(sentences[:2]) or (problems[0] if problems else "No answer.")
+            text = " ".join(sentences[:2] + gaps[:1]) or (problems[0] if problems else "No answer.")
         elif fmt == "structured":
             lines = []
             for r in results:
                 mark = "✓" if r.status is ExecutionStatus.COMPLETED else "✗"
                 body = r.summary if r.status is ExecutionStatus.COMPLETED else self._problem(r)
                 lines.append(f"{mark} {_label(r.agent)}: {body}")
+                lines += [f"    ! {gap}" for gap in unanswered(r)]
                 if who != "executive":
                     lines += [f"    - {f}" for f in r.key_findings[:5]]
                 if who == "data_scientist":
@@ -73,7 +82,7 @@ class Synthesizer:
                     )
             text = "\n".join(lines)
         else:  # narrative
-            parts = list(sentences)
+            parts = list(sentences) + gaps
             if problems:
                 lead = "However, " if sentences else ""
                 parts.append(lead + " ".join(problems))
@@ -81,8 +90,9 @@ class Synthesizer:
                 parts.append(
                     "Answered by " + ", ".join(f"{_label(r.agent)} in {r.total_latency_ms:.0f} ms" for r in ok) + "."
                 )
-            elif who == "analyst" and len(findings) > len(sentences):
-                parts.append("Details: " + "; ".join(f.rstrip(".") for f in findings[len(sentences) :][:4]) + ".")
+            elif who == "analyst" and len(findings) > len(sentences) + len(gaps):
+                details = [f for f in findings[len(sentences) :] if f not in gaps][:4]
+                parts.append("Details: " + "; ".join(f.rstrip(".") for f in details) + ".")
             text = " ".join(parts)
         return Synthesis(
             response=text,

@@ -15,7 +15,7 @@ from concerto.agents.base import AgentContext, AgentFailure, AgentResult
 from concerto.agents.loader import load_registry
 from concerto.packs.kpi.agent import NO_DATA, KPIAgent
 from concerto.packs.kpi.formats import KPIQuery
-from concerto.packs.kpi.interpret import interpret
+from concerto.packs.kpi.interpret import read_request
 from concerto.packs.kpi.store import KPIStore
 
 from .conftest import NOW
@@ -217,7 +217,7 @@ def test_importing_the_pack_loads_neither_chromadb_nor_numpy() -> None:
 def test_any_question_is_a_query_or_an_agent_failure(store: KPIStore, words: list[str]) -> None:
     question = " ".join(words)
     try:
-        query, how = interpret(question, NOW.date(), store.catalog(), store.embedder)
+        asked = read_request(question, NOW.date(), store.catalog(), store.embedder)
     except AgentFailure as failure:
         assert failure.error_type in {
             "invalid_date",
@@ -228,5 +228,8 @@ def test_any_question_is_a_query_or_an_agent_failure(store: KPIStore, words: lis
             "missing_department",
         }
     else:
-        assert KPIQuery.parse(query.to_text()) == query
-        assert how["kpi"]["name"] == query.kpi
+        assert asked.queries
+        for query in asked.queries:
+            assert KPIQuery.parse(query.to_text()) == query
+        if len(asked.queries) == 1 and isinstance(asked.interpretation["kpi"], dict):
+            assert asked.interpretation["kpi"]["name"] == asked.queries[0].kpi

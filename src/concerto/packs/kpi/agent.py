@@ -8,13 +8,23 @@ store with metadata filters, and returns the records with the change, min/max an
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Any
 
-from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentInfo, AgentResult, Holdings
+from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentInfo, AgentResult, Holdings, Unanswered
 from concerto.contracts.common import ErrorKind
 from concerto.contracts.events import EventType
-from concerto.packs.kpi.formats import EXAMPLES, KPIQuery, looks_structured
-from concerto.packs.kpi.interpret import MAX_REQUEST_CHARS, interpret, partial_format, too_long, unknown_name
+from concerto.packs.kpi.asks import Analysis
+from concerto.packs.kpi.formats import EXAMPLES, KPIQuery, invalid_format, looks_structured
+from concerto.packs.kpi.interpret import (
+    MAX_REQUEST_CHARS,
+    MAX_SERIES,
+    Request,
+    partial_format,
+    read_request,
+    too_long,
+    unknown_name,
+)
 
 NO_DATA = "No data found for specified period"
 
@@ -35,25 +45,36 @@ class KPIAgent(Agent):
         name="kpi",
         pack="kpi",
         description=(
-            "Looks up monthly business KPIs of a department (attrition rate, headcount, revenue, "
-            "operating cost, customer satisfaction, NPS, handling time, absenteeism) for one "
-            "month or a range of months, and reports the change, min/max and trend."
+            "Looks up monthly business KPIs of departments and teams (attrition rate, headcount, revenue, "
+            "operating cost, customer satisfaction, NPS, handling time, absenteeism) for a month or a range "
+            "of months: the change, min/max and trend; compares departments or KPIs, ranks the teams, "
+            "and gives totals and averages over a period."
         ),
         capabilities=[
             "Report a department's KPI value for a given month",
             "Show how a KPI changed over the last N months, with min, max and trend",
+            "Compare a KPI between departments or teams, or two KPIs of one department, with the difference",
+            "Rank departments or teams by a KPI: which team is highest or lowest, best or worst, top or bottom N",
+            "Which department had the biggest rise or fall of a KPI over a period",
+            "Total or average of a KPI over a quarter, a half-year, a year or this year so far",
             "Employee attrition, turnover, headcount and absenteeism per department",
             "Revenue, operating cost, customer satisfaction and NPS per business line",
             "Accepts the agreed query format kpi-{kpi} department-{department} month-{YYYY-MM-DD}",
         ],
         inputs={
             "query": "Agreed format, e.g. kpi-attrition-rate department-home-loan month-2025-05-01",
+            "queries": "Several agreed-format queries, compared or ranked as `analysis` says",
+            "analysis": 'What to do with several queries, e.g. {"kind": "rank", "order": "lowest", "n": 3}',
             "request": "Or a plain-language question, e.g. 'home-loan attrition rate last month'",
         },
         outputs={
-            "structured_query": "The canonical agreed-format query that was run",
+            "structured_query": "The canonical agreed-format query that was run (the first one, for several)",
+            "structured_queries": "Every agreed-format query run, for a comparison or a ranking",
             "records": "kpi, department, month, value, unit, notes per month",
             "statistics": "For ranges: change, change_pct, min, max, mean, trend",
+            "series": "For several queries: each series with its records, statistics and compared value",
+            "comparison": "For a comparison: highest, lowest and the differences from the first series",
+            "ranking": "For a ranking: the series (or months) in order, with their values",
         },
         examples=[
             "home-loan attrition rate last month",
@@ -61,6 +82,9 @@ class KPIAgent(Agent):
             "What was the employee turnover in the home loan team for March 2025?",
             "credit card customer satisfaction from February to May 2025",
             "revenue of wealth management this year so far",
+            "compare attrition in home-loan and credit-card last 3 months",
+            "Which team had the lowest NPS in April 2025?",
+            "top 3 departments by revenue in 2024",
             EXAMPLES[0],
         ],
         default_timeout_ms=30000,
@@ -75,31 +99,36 @@ class KPIAgent(Agent):
     def match_structured(self, text: str) -> dict[str, Any] | None:
         # An attempt at the format (starts with `kpi-`) is ours even when malformed, so the
         # user gets the spec's "proper format" message instead of a guess by another agent.
-        return {"query": text.strip()} if looks_structured(text) else None
+        # Several agreed-format queries, one per line or separated by ";", are compared.
+        if not looks_structured(text):
+            return None
+        parts = [p.strip() for p in re.split(r"[;\n]+", text) if p.strip()]
+        if len(parts) > 1 and all(looks_structured(p) for p in parts):
+            return {"queries": parts}
+        return {"query": text.strip()}
 
     async def prepare(self, request: str, context: AgentContext) -> dict[str, Any]:
         structured = self.match_structured(request)
         if structured is not None:
             return structured
         try:
-            query, how = await asyncio.to_thread(self._interpret, request, context)
+            asked = await asyncio.to_thread(self._read, request, context)
         except AgentFailure:
             return {"request": request}  # `run` repeats the conversion and reports the failure
-        return {"query": query.to_text(), "request": request, "interpretation": how}
+        return _payload(asked) | {"request": request}
 
-    def _interpret(self, request: str, context: AgentContext) -> tuple[KPIQuery, dict[str, Any]]:
+    def _read(self, request: str, context: AgentContext) -> Request:
         if len(request) > MAX_REQUEST_CHARS:
             raise too_long(request)
         store = _store(self)
-        return interpret(request, context.now.date(), store.catalog(), self.resources.embedder)
+        return read_request(request, context.now.date(), store.catalog(), self.resources.embedder)
 
     async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
-        text = str(payload.get("query") or "")
-        how = payload.get("interpretation")
-        if not text:
+        if not payload.get("query") and not payload.get("queries"):
             request = str(payload.get("request") or context.query.query)
-            if looks_structured(request):
-                text = request.strip()
+            structured = self.match_structured(request)
+            if structured is not None:
+                payload = payload | structured
             else:
                 await context.emit(
                     EventType.THINKING,
@@ -107,37 +136,53 @@ class KPIAgent(Agent):
                     {"request": request[:200]},
                     step=1,
                 )
-                query, how = await asyncio.to_thread(self._interpret, request, context)
-                text = query.to_text()
+                payload = payload | _payload(await asyncio.to_thread(self._read, request, context))
+        queries = [self._parse(str(q), context) for q in _texts(payload)]
+        analysis = _analysis(payload.get("analysis"))
+        unanswered = [Unanswered.model_validate(u) for u in payload.get("unanswered") or []]
+        await context.emit(
+            EventType.ACTION,
+            "Querying the KPI store",
+            {"structured_query": queries[0].to_text()}
+            if len(queries) == 1
+            else {"structured_queries": [q.to_text() for q in queries]},
+            step=2,
+        )
+        how = payload.get("interpretation")
+        if len(queries) == 1 and analysis == Analysis():
+            return await asyncio.to_thread(self._answer, queries[0], how, unanswered)
+        return await asyncio.to_thread(self._answer_many, queries, analysis, how, unanswered)
+
+    @staticmethod
+    def _parse(text: str, context: AgentContext) -> KPIQuery:
         try:
-            query = KPIQuery.parse(text)
+            return KPIQuery.parse(text)
         except AgentFailure:
             partial = partial_format(text, context.now.date())
             if partial is None:
                 raise
-            query = partial
-        await context.emit(
-            EventType.ACTION,
-            "Querying the KPI store",
-            {"structured_query": query.to_text()},
-            step=2,
-        )
-        return await asyncio.to_thread(self._answer, query, how)
+            return partial
 
-    def _answer(self, query: KPIQuery, how: dict[str, Any] | None) -> AgentResult:
-        from concerto.packs.kpi.analysis import missing_months, statistics, summarize
+    def _check_names(self, store: Any, queries: list[KPIQuery]) -> None:
         from concerto.packs.kpi.matching import closest
 
-        store = _store(self)
         catalog = store.catalog()
-        for kind, name in (("kpi", query.kpi), ("department", query.department)):
-            if not catalog.has(kind, name):
-                raise unknown_name(
-                    kind,
-                    name,
-                    closest(name, kind, catalog, self.resources.embedder),
-                    catalog.names(kind),
-                )
+        for query in queries:
+            for kind, name in (("kpi", query.kpi), ("department", query.department)):
+                if not catalog.has(kind, name):
+                    raise unknown_name(
+                        kind,
+                        name,
+                        closest(name, kind, catalog, self.resources.embedder),
+                        catalog.names(kind),
+                    )
+
+    def _answer(self, query: KPIQuery, how: dict[str, Any] | None, unanswered: list[Unanswered]) -> AgentResult:
+        from concerto.packs.kpi.analysis import statistics, summarize
+        from concerto.packs.kpi.compare import Series, gaps
+
+        store = _store(self)
+        self._check_names(store, [query])
         first, last = query.first_month, query.last_month
         records = store.query(query.kpi, query.department, first, last)
         base: dict[str, Any] = {
@@ -172,13 +217,111 @@ class KPIAgent(Agent):
         out = base | {"unit": records[0].unit, "records": [r.as_dict() for r in records]}
         if stats is not None:
             out["statistics"] = stats
-        gaps = missing_months(first, last, records)
-        if gaps:
-            out["missing_months"] = gaps
+        series = Series(query, records)
+        missing = series.missing()
+        if missing:
+            out["missing_months"] = [m.first_day.isoformat() for m in missing]
+            unanswered = unanswered + gaps(
+                [series], {(query.kpi, query.department): store.span(query.kpi, query.department)}
+            )
         summary = summarize(query.kpi, query.department, first, last, records, stats)
-        findings = [summary] + ([f"No data for {len(gaps)} month(s) of the period."] if gaps else [])
         follow = [f"{query.department} {query.kpi.replace('-', ' ')} previous 12 months"]
         entities = {"kpi": query.kpi, "department": query.department, "structured_query": query.to_text()}
         return AgentResult(
-            output=out, summary=summary, key_findings=findings, follow_up_questions=follow, entities=entities
+            output=out,
+            summary=summary,
+            key_findings=[summary],
+            follow_up_questions=follow,
+            entities=entities,
+            unanswered=unanswered,
         )
+
+    def _answer_many(
+        self,
+        queries: list[KPIQuery],
+        analysis: Analysis,
+        how: dict[str, Any] | None,
+        unanswered: list[Unanswered],
+    ) -> AgentResult:
+        """Several series: each queried, then compared, ranked or totalled (see compare.py)."""
+        from concerto.packs.kpi.compare import Series, combine, gaps
+
+        store = _store(self)
+        self._check_names(store, queries)
+        series = [Series(q, store.query(q.kpi, q.department, q.first_month, q.last_month)) for q in queries]
+        texts = [q.to_text() for q in queries]
+        if not any(s.records for s in series):
+            raise AgentFailure(
+                NO_DATA,
+                error_type="no_data",
+                kind=ErrorKind.NOT_FOUND,
+                suggestion="Ask for a period the store holds; `concerto kpi names` lists the series.",
+                output={"structured_queries": texts, "records": []},
+            )
+        keys = {(q.kpi, q.department) for q in queries}
+        spans = {
+            key: store.span(*key)
+            for key in keys
+            if any(s.missing() for s in series if (s.query.kpi, s.query.department) == key)
+        }
+        combined = combine(series, analysis)
+        out: dict[str, Any] = {
+            "structured_queries": texts,
+            "structured_query": texts[0],
+            "kpis": list(dict.fromkeys(q.kpi for q in queries)),
+            "departments": list(dict.fromkeys(q.department for q in queries)),
+            **combined.output,
+            "records": [r.as_dict() for s in series for r in s.records],
+        }
+        if how:
+            out["interpretation"] = how
+        entities = {
+            "kpi": out["kpis"][0] if len(out["kpis"]) == 1 else out["kpis"],
+            "department": out["departments"][0] if len(out["departments"]) == 1 else out["departments"],
+            "structured_query": texts,
+        }
+        follow = [f"{q.department} {q.kpi.replace('-', ' ')} previous 12 months" for q in queries[:2]]
+        return AgentResult(
+            output=out,
+            summary=combined.summary,
+            key_findings=combined.findings,
+            follow_up_questions=follow,
+            entities=entities,
+            unanswered=unanswered + gaps(series, spans),
+        )
+
+
+def _payload(asked: Request) -> dict[str, Any]:
+    """The wire form of a read question: the agreed-format queries and the analysis."""
+    out: dict[str, Any] = {"interpretation": asked.interpretation}
+    if asked.single:
+        out["query"] = asked.queries[0].to_text()
+    else:
+        out["queries"] = [q.to_text() for q in asked.queries]
+        out["analysis"] = asked.analysis.model_dump(exclude_defaults=True)
+    if asked.unanswered:
+        out["unanswered"] = [u.model_dump(exclude_defaults=True) for u in asked.unanswered]
+    return out
+
+
+def _texts(payload: dict[str, Any]) -> list[str]:
+    queries = payload.get("queries")
+    if queries:
+        if not isinstance(queries, list) or not all(isinstance(q, str) for q in queries):
+            raise invalid_format(str(queries)[:200], "`queries` must be a list of agreed-format strings")
+        if len(queries) > MAX_SERIES:
+            raise invalid_format(f"{len(queries)} queries", f"at most {MAX_SERIES} queries in one request")
+        return queries
+    return [str(payload.get("query") or "")]
+
+
+def _analysis(value: Any) -> Analysis:
+    try:
+        return Analysis.model_validate(value or {})
+    except ValueError as exc:
+        raise AgentFailure(
+            f"Invalid KPI analysis {value!r}: {exc}"[:500],
+            error_type="invalid_format",
+            kind=ErrorKind.VALIDATION,
+            suggestion='e.g. {"kind": "rank", "order": "lowest", "n": 3} or {"kind": "compare"}',
+        ) from None

@@ -18,6 +18,9 @@ if TYPE_CHECKING:
     import numpy as np
 
 
+DEPARTMENT_WORDS = ("department", "team", "dept", "division", "unit", "group")
+
+
 def humanize(name: str) -> str:
     """`home-loan` → `home loan`: the text embedded for a name with no description."""
     return name.replace("-", " ")
@@ -139,4 +142,15 @@ class Catalog:
         for kind, name in self.keys:
             for form in (name, *self.aliases.get((kind, name), ())):
                 out[kind][" ".join(re.findall(r"[a-z0-9]+", form.lower()))] = name
+        # "the IT department", "the wealth team": the first word of a department's name
+        # followed by a word for a department, when no other department starts that way.
+        firsts = defaultdict(list)
+        for name in self.names("department"):
+            words = name.split("-")
+            if len(words) > 1:
+                firsts[words[0]].append(name)
+        for first, owners in firsts.items():
+            if len(owners) == 1:
+                for unit in DEPARTMENT_WORDS:
+                    out["department"].setdefault(f"{first} {unit}", owners[0])
         return dict(out)

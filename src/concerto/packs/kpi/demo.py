@@ -31,6 +31,7 @@ class KPIDef:
     floor: float = 0.0
     ceiling: float | None = None
     drift: float = 0.012
+    better: str = "higher"  # which way is good: "best" and "worst" in a question depend on it
 
 
 KPIS: tuple[KPIDef, ...] = (
@@ -41,6 +42,7 @@ KPIS: tuple[KPIDef, ...] = (
         0.35,
         "attrition rate: employee turnover, staff leaving, resignations, people quitting",
         ceiling=100,
+        better="lower",
     ),
     KPIDef(
         "headcount",
@@ -63,6 +65,7 @@ KPIS: tuple[KPIDef, ...] = (
         700,
         0.4,
         "operating cost: expenses, spending, costs, opex in thousands of dollars",
+        better="lower",
     ),
     KPIDef(
         "customer-satisfaction",
@@ -89,6 +92,7 @@ KPIS: tuple[KPIDef, ...] = (
         0.25,
         "average handling time: AHT, time to serve a customer, call duration, processing time",
         drift=0.006,
+        better="lower",
     ),
     KPIDef(
         "absenteeism-rate",
@@ -97,6 +101,7 @@ KPIS: tuple[KPIDef, ...] = (
         0.3,
         "absenteeism rate: sick days, employees absent from work, unplanned absence",
         ceiling=100,
+        better="lower",
     ),
 )
 
@@ -183,3 +188,8 @@ def descriptions() -> dict[tuple[str, str], str]:
     out = {("kpi", k.name): k.description for k in KPIS}
     out.update({("department", name): text for name, text in DEPARTMENTS.items()})
     return out
+
+
+def better_direction(kpi: str) -> str | None:
+    """ "higher" or "lower" for a demo KPI (which way is good); None for a KPI loaded by a user."""
+    return next((k.better for k in KPIS if k.name == kpi), None)

@@ -89,30 +89,48 @@ class NameMatch:
     method: str
     text: str = ""
     suggestions: list[str] = field(default_factory=list)
+    span: tuple[int, int] = (0, 0)
 
 
-def _norm(text: str) -> str:
+def normalize(text: str) -> str:
+    """Lower case, one space between words (underscores and slashes count as spaces).
+
+    Character spans of the matchers refer to this form of the text.
+    """
     return re.sub(r"[\s_/]+", " ", text.lower())
 
 
+_norm = normalize
+
+
 def _literal(text: str, kind: str, catalog: Catalog) -> tuple[str, tuple[int, int]] | None:
-    """The longest stored name (or alias) written in the text: hyphens, spaces, a plural.
+    """The longest stored name (or alias) written in the text: hyphens, spaces, a plural."""
+    found = _literals(text, kind, catalog)
+    return max(found, key=lambda hit: hit[1][1] - hit[1][0]) if found else None
+
+
+def _literals(text: str, kind: str, catalog: Catalog) -> list[tuple[str, tuple[int, int]]]:
+    """Every stored name (or alias) written in the text, longest first, none overlapping.
 
     Looks up each run of 1 to 5 words in the catalog's table of written forms, so the cost
     does not grow with the number of stored names.
     """
     forms = catalog.forms.get(kind, {})
     words = [(m.group(0), m.span()) for m in re.finditer(r"[a-z0-9]+", text)]
+    found: list[tuple[str, tuple[int, int]]] = []
     for n in range(min(5, len(words)), 0, -1):
         for i in range(len(words) - n + 1):
             run = words[i : i + n]
+            span = (run[0][1][0], run[-1][1][1])
+            if any(span[0] < t[1] and t[0] < span[1] for _, t in found):
+                continue
             written = " ".join(w for w, _ in run)
             name = forms.get(written)
             if name is None and written.endswith("s"):
                 name = forms.get(written[:-1])
             if name is not None:
-                return name, (run[0][1][0], run[-1][1][1])
-    return None
+                found.append((name, span))
+    return found
 
 
 def _spans(text: str) -> list[tuple[str, tuple[int, int]]]:
@@ -174,3 +192,92 @@ def closest(name: str, kind: str, catalog: Catalog, embedder: Embedder, k: int =
 
     names, sims = catalog.similarity(embedder.embed([name.replace("-", " ")]), kind)
     return [names[int(i)] for i in np.argsort(-sims[0])[:k]] if names else []
+
+
+# A second name of a kind, found by meaning, must be closer than the first: "and" lists are
+# usually written as stored, and a loose second match would invent a series nobody asked for.
+EXTRA_THRESHOLD = 0.6
+
+
+def match_all(
+    text: str,
+    catalog: Catalog,
+    embedder: Embedder,
+    kind: str,
+    taken: list[tuple[int, int]],
+    *,
+    literal: bool = True,
+    semantic: bool = True,
+    first: bool = True,
+) -> list[NameMatch]:
+    """Every stored name of `kind` the text names ("home-loan and credit-card"), in the order written.
+
+    `text` is normalised (see `normalize`). Names written as stored are taken first; then
+    spans not yet taken are matched by meaning, best first, while they clear the threshold
+    (`EXTRA_THRESHOLD` after the first name, or for all when `first` is False because
+    another step found one already). `taken` (character spans already used by other names,
+    the period or grammar words) is extended with the spans matched here.
+    """
+    import numpy as np
+
+    out: list[NameMatch] = []
+    if literal:
+        for name, span in _literals(text, kind, catalog):
+            if any(span[0] < t[1] and t[0] < span[1] for t in taken):
+                continue
+            out.append(NameMatch(kind, name, 1.0, "exact", text[span[0] : span[1]], span=span))
+            taken.append(span)
+    if semantic:
+        spans = [(s, sp) for s, sp in _spans(text) if not any(sp[0] < t[1] and t[0] < sp[1] for t in taken)]
+        if spans and catalog.rows(kind):
+            names, sims = catalog.similarity(embedder.embed([s for s, _ in spans]), kind)
+            chosen = {m.name for m in out}
+            while sims.size:
+                best_span, best_name = np.unravel_index(int(np.argmax(sims)), sims.shape)
+                score = float(sims[best_span, best_name])
+                if score < (THRESHOLD if first and not chosen else EXTRA_THRESHOLD):
+                    break
+                span_text, span = spans[int(best_span)]
+                name = names[int(best_name)]
+                if name not in chosen:
+                    out.append(NameMatch(kind, name, score, "semantic", span_text, span=span))
+                    chosen.add(name)
+                taken.append(span)
+                overlapping = [i for i, (_, sp) in enumerate(spans) if sp[0] < span[1] and span[0] < sp[1]]
+                sims[overlapping, :] = -1.0
+    return sorted(out, key=lambda m: m.span[0])
+
+
+def leftover_words(text: str, taken: list[tuple[int, int]]) -> list[str]:
+    """Words of `text` (normalised) outside the taken spans that are not filler words."""
+    return [
+        m.group(0)
+        for m in _WORD.finditer(text)
+        if m.group(0) not in _STOP and not any(m.start() < t[1] and t[0] < m.end() for t in taken)
+    ]
+
+
+_LINK = re.compile(r"^\s*(?:,|&|\+|and|or|vs\.?|versus|with|against|plus)\s*(?:the\s+)?$")
+
+
+def unknown_beside_names(
+    text: str, names: list[NameMatch], taken: list[tuple[int, int]]
+) -> list[tuple[str, str | None]]:
+    """Words listed with the names found ("home-loan and atlantis") that are no known name.
+
+    Such a word is most likely a name the user expects the store to hold; answering the
+    others without saying so would be half an answer. A word counts when only a linking
+    word ("and", ",", "vs" ...) stands between it and a name (its kind is that name's), or
+    when it is written like a stored name (lower-case words joined by hyphens; kind unknown).
+    """
+    found: dict[str, str | None] = {}
+    for m in _WORD.finditer(text):
+        word, start, end = m.group(0), m.start(), m.end()
+        if word in _STOP or any(start < t[1] and t[0] < end for t in taken):
+            continue
+        linked = [n.kind for n in names if _LINK.match(text[n.span[1] : start]) or _LINK.match(text[end : n.span[0]])]
+        if linked:
+            found[word] = linked[0]
+        elif "-" in word and not word[0].isdigit():
+            found.setdefault(word, None)
+    return list(found.items())
