@@ -121,7 +121,11 @@ class KPIAgent(Agent):
         if len(request) > MAX_REQUEST_CHARS:
             raise too_long(request)
         store = _store(self)
-        return read_request(request, context.now.date(), store.catalog(), self.resources.embedder)
+        asked = read_request(request, context.now.date(), store.catalog(), self.resources.embedder)
+        if asked.expanded:  # "revenue of every department": the departments that report revenue
+            held = [q for q in asked.queries if store.span(q.kpi, q.department) is not None]
+            asked.queries = held or asked.queries
+        return asked
 
     async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
         if not payload.get("query") and not payload.get("queries"):

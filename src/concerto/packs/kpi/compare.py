@@ -75,8 +75,9 @@ def _measure(analysis: Analysis, series: list[Series]) -> tuple[Measure, list[st
         units = sorted({s.unit for s in series if s.records and s.unit.lower() not in ADDITIVE_UNITS})
         notes.append(f"A total of values in {', '.join(units)} is not meaningful; the monthly average is compared.")
         measure = "average"
-    if measure in ("average", "total", "change") and not ranged:
-        measure = "value" if measure != "change" else "change"
+    if measure == "change" and not ranged:
+        notes.append("A change needs a range of months; the value of the month is compared.")
+        measure = "value"
     return measure, notes
 
 
@@ -286,6 +287,12 @@ def combine(series: list[Series], analysis: Analysis) -> Combined:
             f"{_short(high[0], series, with_period)} ({_amount(high[1], unit, measure)}), lowest "
             f"{_short(low[0], series, with_period)} ({_amount(low[1], unit, measure)}); a spread of {spread}."
         )
+    if measure in ("total", "average"):  # "total headcount across departments": the series together
+        values = [v for _, v in valued]
+        overall = sum(values) if measure == "total" else sum(values) / len(values)
+        out["comparison"]["overall"] = round(overall, 6)
+        word = "Together" if measure == "total" else "On average"
+        summary += f" {word}: {fmt_value(round(overall, 2), unit)} across {_count(series, len(valued))}."
     findings = [summary]
     for s in series:
         if len(s.records) > 1:

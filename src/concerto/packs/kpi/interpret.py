@@ -100,6 +100,7 @@ class Request:
     analysis: Analysis
     interpretation: dict[str, Any]
     unanswered: list[Unanswered] = field(default_factory=list)
+    expanded: bool = False  # "every department" / "all KPIs": keep only the series the store holds
 
     @property
     def single(self) -> bool:
@@ -135,8 +136,8 @@ def read_request(request: str, today: date, catalog: Catalog, embedder: Embedder
     departments = match_all(text, catalog, embedder, "department", taken, semantic=False)
     reading = read_analysis(text, taken)
     taken += reading.spans
-    kpis += match_all(text, catalog, embedder, "kpi", taken, literal=False, first=not kpis)
-    departments += match_all(text, catalog, embedder, "department", taken, literal=False, first=not departments)
+    kpis += match_all(text, catalog, embedder, "kpi", taken, literal=False, found=kpis)
+    departments += match_all(text, catalog, embedder, "department", taken, literal=False, found=departments)
     kpi_names = _names(kpis) or (catalog.names("kpi") if reading.all_kpis else [])
     dept_names = _names(departments) or (catalog.names("department") if reading.all_departments else [])
     if not kpi_names:
@@ -174,7 +175,8 @@ def read_request(request: str, today: date, catalog: Catalog, embedder: Embedder
         else [_described(m) for m in departments] or "every department",
         "analysis": analysis.model_dump(exclude_defaults=True) or {"kind": "series"},
     }
-    return Request(queries, analysis, how, unanswered)
+    expanded = (not departments and reading.all_departments) or (not kpis and reading.all_kpis)
+    return Request(queries, analysis, how, unanswered, expanded)
 
 
 def _names(matches: list[NameMatch]) -> list[str]:

@@ -58,8 +58,15 @@ _STOP = {
     "over",
     "kpi",
     "department",
+    "departments",
     "team",
+    "teams",
     "dept",
+    "depts",
+    "division",
+    "divisions",
+    "unit",
+    "units",
     "value",
     "values",
     "data",
@@ -208,19 +215,21 @@ def match_all(
     *,
     literal: bool = True,
     semantic: bool = True,
-    first: bool = True,
+    found: list[NameMatch] | None = None,
 ) -> list[NameMatch]:
     """Every stored name of `kind` the text names ("home-loan and credit-card"), in the order written.
 
     `text` is normalised (see `normalize`). Names written as stored are taken first; then
-    spans not yet taken are matched by meaning, best first, while they clear the threshold
-    (`EXTRA_THRESHOLD` after the first name, or for all when `first` is False because
-    another step found one already). `taken` (character spans already used by other names,
-    the period or grammar words) is extended with the spans matched here.
+    spans not yet taken are matched by meaning, best first, while they clear the threshold.
+    After the first name (of this call or of `found`, names of the kind found already), a
+    name by meaning must clear `EXTRA_THRESHOLD` and be listed with another ("X and Y").
+    `taken` (character spans already used by other names, the period or grammar words) is
+    extended with the spans matched here.
     """
     import numpy as np
 
     out: list[NameMatch] = []
+    earlier = list(found or [])
     if literal:
         for name, span in _literals(text, kind, catalog):
             if any(span[0] < t[1] and t[0] < span[1] for t in taken):
@@ -231,14 +240,18 @@ def match_all(
         spans = [(s, sp) for s, sp in _spans(text) if not any(sp[0] < t[1] and t[0] < sp[1] for t in taken)]
         if spans and catalog.rows(kind):
             names, sims = catalog.similarity(embedder.embed([s for s, _ in spans]), kind)
-            chosen = {m.name for m in out}
+            chosen = {m.name for m in out + earlier}
             while sims.size:
                 best_span, best_name = np.unravel_index(int(np.argmax(sims)), sims.shape)
                 score = float(sims[best_span, best_name])
-                if score < (THRESHOLD if first and not chosen else EXTRA_THRESHOLD):
+                if score < (EXTRA_THRESHOLD if chosen else THRESHOLD):
                     break
                 span_text, span = spans[int(best_span)]
                 name = names[int(best_name)]
+                if chosen and not _listed(text, span, [m.span for m in out + earlier]):
+                    # a second name by meaning only where a list puts it ("X and Y", "X, Y")
+                    sims[int(best_span), :] = -1.0
+                    continue
                 if name not in chosen:
                     out.append(NameMatch(kind, name, score, "semantic", span_text, span=span))
                     chosen.add(name)
@@ -246,6 +259,11 @@ def match_all(
                 overlapping = [i for i, (_, sp) in enumerate(spans) if sp[0] < span[1] and span[0] < sp[1]]
                 sims[overlapping, :] = -1.0
     return sorted(out, key=lambda m: m.span[0])
+
+
+def _listed(text: str, span: tuple[int, int], others: list[tuple[int, int]]) -> bool:
+    """Whether only a linking word ("and", ",", "vs" ...) stands between `span` and another name."""
+    return any(_LINK.match(text[o[1] : span[0]]) or _LINK.match(text[span[1] : o[0]]) for o in others)
 
 
 def leftover_words(text: str, taken: list[tuple[int, int]]) -> list[str]:
