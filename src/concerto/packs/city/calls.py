@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from abc import abstractmethod
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from concerto.agents.base import Agent, AgentContext, AgentFailure
+from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentResult, Unanswered
 from concerto.contracts.common import ErrorKind
 from concerto.mcp.client import MCPServer, shared_server
 from concerto.mcp.settings import MCPSettings
@@ -112,10 +113,55 @@ def city_from(payload: dict[str, Any]) -> str:
 
 
 class CityAgent(Agent):
-    """Base of the agents that answer about one city: the orchestrator side finds the city."""
+    """Base of the agents that answer about a city: the orchestrator side finds the cities.
+
+    A question may name several ("what time is it in Seattle, Boston and Gotham?"): each is
+    answered (the pack's request slots bound the concurrency), and a city that cannot be
+    answered is named in the result as an `Unanswered` part with the server's reason, so
+    the other answers never stand for the whole question silently.
+    """
 
     async def prepare(self, request: str, context: AgentContext) -> dict[str, Any]:
-        """Find the city in the question (as typed; the server resolves it)."""
-        from concerto.packs.city.extract import extract_city
+        """Find the cities in the question (as typed; the server resolves them)."""
+        from concerto.packs.city.extract import extract_cities
 
-        return {"city": extract_city(request), "request": request}
+        cities = extract_cities(request)
+        payload: dict[str, Any] = {"city": cities[0] if cities else "", "request": request}
+        if len(cities) > 1:
+            payload["cities"] = cities
+        return payload
+
+    @abstractmethod
+    async def answer(self, context: AgentContext, city: str) -> AgentResult:
+        """The answer for one city (its own result shape, as 002 defines it)."""
+
+    async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
+        cities = [str(c).strip() for c in payload.get("cities") or [] if str(c).strip()]
+        if len(cities) < 2:
+            return await self.answer(context, city_from(payload))
+        outcomes = await asyncio.gather(*(self.answer(context, c) for c in cities), return_exceptions=True)
+        answered = [(c, r) for c, r in zip(cities, outcomes, strict=True) if isinstance(r, AgentResult)]
+        failed = [(c, r) for c, r in zip(cities, outcomes, strict=True) if isinstance(r, AgentFailure)]
+        crashed = [r for r in outcomes if isinstance(r, BaseException) and not isinstance(r, AgentFailure)]
+        if crashed:
+            raise crashed[0]
+        if not answered:
+            raise failed[0][1]
+        summaries = [r.summary for _, r in answered if r.summary]
+        return AgentResult(
+            output={"cities": [r.output for _, r in answered], **answered[0][1].output},
+            summary=" ".join(summaries),
+            key_findings=[f for _, r in answered for f in r.key_findings],
+            follow_up_questions=list(dict.fromkeys(q for _, r in answered for q in r.follow_up_questions))[:4],
+            entities={"city": [r.entities.get("city", c) for c, r in answered]},
+            unanswered=[
+                Unanswered(
+                    part=f"city '{city}'",
+                    reason=failure.message,
+                    error_type=failure.error_type,
+                    kind=failure.kind,
+                    suggestion=failure.suggestion,
+                )
+                for city, failure in failed
+            ],
+        )

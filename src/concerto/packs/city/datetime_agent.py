@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
 
 from concerto.agents.base import AgentContext, AgentFailure, AgentInfo, AgentResult
 from concerto.contracts.common import ErrorKind
-from concerto.packs.city.calls import CityAgent, call_tool, check_result, city_from
+from concerto.packs.city.calls import CityAgent, call_tool, check_result
 from concerto.packs.city.models import DateTimeData, DateTimeResult
 from concerto.packs.city.temperature import AGENT_TIMEOUT_MS
 
@@ -45,8 +44,7 @@ class DateTimeAgent(CityAgent):
         max_concurrency=2,
     )
 
-    async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
-        city = city_from(payload)
+    async def answer(self, context: AgentContext, city: str) -> AgentResult:
         if not 1970 <= context.now.year <= 2200:
             raise AgentFailure(
                 f"The clock is set to {context.now:%Y-%m-%d}; local times are given for 1970 to 2200.",

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from datetime import UTC
-from typing import Any
 
 from concerto.agents.base import AgentContext, AgentInfo, AgentResult
-from concerto.packs.city.calls import CityAgent, call_tool, check_result, city_from
+from concerto.packs.city.calls import CityAgent, call_tool, check_result
 from concerto.packs.city.models import TemperatureData, WeatherResult
 
 # Connection (2 s) plus request (5 s) by default, so the pack's own clearer timeout
@@ -50,8 +49,7 @@ class TemperatureAgent(CityAgent):
         max_concurrency=2,
     )
 
-    async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
-        city = city_from(payload)
+    async def answer(self, context: AgentContext, city: str) -> AgentResult:
         raw = await call_tool(context, "weather", "getTemperature", {"city": city})
         result = check_result(WeatherResult, raw, "weather", "getTemperature")
         data = TemperatureData(
