@@ -492,6 +492,7 @@ class Outcome:
     sql: list[str] = field(default_factory=list)
     rows: list[list[dict[str, Any]]] = field(default_factory=list)
     seconds: float = 0.0
+    unanswered: list[str] = field(default_factory=list)  # parts the answer says it does not cover
 
 
 def answers_of(result: Any) -> list[Answer]:
@@ -544,6 +545,7 @@ def judge(q: dict[str, Any], result: Any, backend: str, seconds: float) -> Outco
             best, out.reasons = answer, reasons
     if best is not None:
         out.answered_by = best.agent
+        out.unanswered = [f for f in best.findings if f.startswith("Not answered")]
         out.summary = (best.summary or str((best.output.get("insights") or {}).get("summary") or ""))[:300]
         out.reading = best.output.get("reading") or {}
         out.sql = [str(x.get("sql", "")) for x in best.output.get("queries_executed") or []]

@@ -9,6 +9,7 @@ An agent is `plan()` (the queries its question types need, as sqlglot expression
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from abc import abstractmethod
 from dataclasses import dataclass, field
@@ -16,12 +17,13 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from sqlglot import exp
 
-from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentResult, Holdings
+from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentResult, Holdings, Unanswered
 from concerto.contracts.common import ErrorKind
 from concerto.contracts.events import EventType
 from concerto.data.safety import UnsafeQuery
 from concerto.data.sources import choose, store_for
 from concerto.data.store import QueryFailed, QueryResult, SourceError, Store
+from concerto.nlp.terms import words
 from concerto.packs.analytics.reading import Reading, read
 
 if TYPE_CHECKING:
@@ -156,7 +158,52 @@ class AnalyticsAgent(Agent):
             key_findings=found.findings,
             follow_up_questions=found.follow_ups,
             entities=self._entities(work),
+            unanswered=self.unanswered(work),
         )
+
+    def unanswered(self, work: Work) -> list[Unanswered]:
+        """Parts of the question the answer leaves out: a breakdown ("by planet") or a place
+        named with a column ("in the Atlantis region") that nothing in the source explains.
+
+        Only words in those two places count: elsewhere an unexplained word is as often plain
+        English ("heaviest", "among") as a missing part, and a false "not answered" would be
+        as misleading as a silent one.
+        """
+        unknown = set(self.unexplained(work))
+        if not unknown:
+            return []
+        text = " ".join(words(work.request))
+        columns = {w for c in work.source.columns for w in c.lower().split("_")}
+        categories = {
+            w
+            for c in work.source.columns
+            if work.source.detected_types[c].role in ("category", "label")
+            for w in c.lower().split("_")
+        }
+        parts: list[tuple[str, str]] = []
+        grouped = r"\b(?:by|per|for each|for every|across)\s+(?:the\s+)?([a-z][a-z'-]*)(?:\s+([a-z]+))?"
+        for m in re.finditer(grouped, text):
+            if m.group(1) in unknown and (m.group(2) or "").rstrip("s") not in columns:
+                parts.append(
+                    (f"by {m.group(1)}", "no column of the source matches it, so the answer is not broken down by it")
+                )
+        for m in re.finditer(r"\b([a-z][a-z-]*)(?=\s+([a-z]+)\b)", text):
+            if m.group(1) in unknown and m.group(2).rstrip("s") in categories:
+                parts.append(
+                    (
+                        f"{m.group(1)} {m.group(2)}",
+                        f"no {m.group(2)} called '{m.group(1)}' in the source, so the answer covers every {m.group(2)}",
+                    )
+                )
+        return [
+            Unanswered(
+                part=f"'{part}'",
+                reason=f"{reason} (source '{work.source.name}')",
+                error_type="unknown_term",
+                suggestion=f"Its columns: {', '.join(work.source.columns[:10])}.",
+            )
+            for part, reason in dict(parts).items()
+        ]
 
     # -- what subclasses provide -----------------------------------------------------------
 
@@ -277,7 +324,11 @@ class AnalyticsAgent(Agent):
         vocabulary = {stem(w) for text in (info.description, *info.capabilities, *info.examples) for w in words(text)}
         known = sorted(vocabulary)
         return [
-            t for t in work.reading.unknown_terms if stem(t) not in vocabulary and word_score(stem(t), known) < NEAR
+            t
+            for t in work.reading.unknown_terms
+            if stem(t) not in vocabulary
+            and word_score(stem(t), known) < NEAR
+            and not any(t.startswith(k) for k in known if len(k) >= 4)  # "churning": churn
         ]
 
     def concept(self, work: Work, meaning: str, *, exclude: tuple[str, ...] = (), floor: float = 0.3) -> str | None:

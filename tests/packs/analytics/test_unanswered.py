@@ -1,0 +1,36 @@
+"""Never half an answer: a breakdown or a place the source cannot explain is named in the
+answer (an error entry and a finding) while the rest is answered, on both stores."""
+
+from __future__ import annotations
+
+import pytest
+
+from concerto.orchestrator.engine import Orchestrator
+
+from .conftest import ask
+
+LEFT_OUT = [
+    ("average sales by region and by planet", "sql_analytics", "'by planet'"),
+    ("segment customers by sales and by zodiac sign", "segmentation", "'by zodiac'"),
+    ("total sales in the Atlantis region", "sql_analytics", "'atlantis region'"),
+]
+
+
+@pytest.mark.parametrize(("question", "agent", "part"), LEFT_OUT)
+async def test_a_part_the_source_cannot_answer_is_named(
+    orchestrator: Orchestrator, question: str, agent: str, part: str
+) -> None:
+    answer = await ask(orchestrator, question)
+    (result,) = [r for r in answer.agent_results if r.agent == agent]
+    assert result.status == "completed" and result.summary
+    assert [e.details.get("part") for e in result.errors] == [part]
+    assert result.errors[0].error_type == "unknown_term"
+    assert any(f.startswith(f"Not answered: {part}") for f in answer.key_findings)
+    assert f"Not answered: {part}" in answer.response
+
+
+@pytest.mark.parametrize("question", ["total sales by region", "average engagement score by segment"])
+async def test_a_question_the_source_explains_has_no_unanswered_part(orchestrator: Orchestrator, question: str) -> None:
+    answer = await ask(orchestrator, question)
+    assert all(not r.errors for r in answer.agent_results), [r.errors for r in answer.agent_results]
+    assert "Not answered" not in answer.response
