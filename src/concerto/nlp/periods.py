@@ -314,7 +314,9 @@ def _plausible_month(text: str, m: re.Match[str]) -> bool:
     if m["y"]:
         return True
     before = text[: m.start()].rstrip().lower()
-    return before.endswith(("for", "in", "of", "during", "since", "and", "vs", "versus", "with"))
+    return before.endswith(
+        ("for", "in", "of", "during", "since", "and", "vs", "versus", "with", "to", "than", "against")
+    )
 
 
 def _matches(text: str) -> list[tuple[re.Match[str], Rule]]:

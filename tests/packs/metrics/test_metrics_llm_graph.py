@@ -94,6 +94,20 @@ async def test_llm_host_filter_means_the_instance_label(
     assert out["is_empty"] is False
 
 
+async def test_the_llm_picks_the_metric_and_the_question_keeps_its_breakdown(
+    prom_settings: Settings, shared_embedder: Embedder
+) -> None:
+    reply = json.dumps({"metric": "cpu_usage", "window": "last 1 hour"})
+    out = await _run(
+        _context(prom_settings, shared_embedder, ScriptedLLM([reply])),
+        "which CPU is the busiest over the last 5 minutes?",
+    )
+    assert out["group_by"] == ["cpu"] and out["ranking"] == {"n": 1, "order": "top"}
+    assert out["time_range"]["expression"] == "the last 5 minutes"  # type: ignore[index]
+    assert "topk(1, " in str(out["promql"])
+    assert len([s for s in out["series"] if s["role"] == "current"]) == 1  # type: ignore[attr-defined]
+
+
 async def test_anomalies_stay_unsupported_when_the_llm_misses_them(
     prom_settings: Settings, shared_embedder: Embedder
 ) -> None:

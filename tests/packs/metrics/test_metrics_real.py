@@ -122,7 +122,14 @@ async def test_an_empty_window_before_any_data(prom_context: AgentContext) -> No
     out = await ask(prom_context, "memory used yesterday")
     result = _result(out)
     assert result.is_empty and result.value is None
-    assert out.summary == "No data for memory used yesterday."
+    # Not zero: the answer says the window lies before the first sample this server holds.
+    assert out.summary is not None
+    assert re.fullmatch(
+        r"No data for memory used yesterday: this server holds data only from "
+        r"\d{4}-\d\d-\d\d \d\d:\d\d UTC, after the window ends\.",
+        out.summary,
+    )
+    assert out.output["data_start"] is not None
 
 
 async def test_a_thirty_day_range_adapts_the_step(prom_context: AgentContext) -> None:

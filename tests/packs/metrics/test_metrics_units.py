@@ -184,6 +184,7 @@ def test_aggregation_words(text: str, aggregation: str | None) -> None:
         ("CPU usage on the server for the last hour", {}),
         ("memory on the machine today", {}),
         ("requests for the job today", {}),
+        ("CPU usage in mode user", {"mode": "user"}),
     ],
 )
 def test_label_filters(text: str, filters: dict[str, str]) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentInfo, AgentResult
+from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentInfo, AgentResult, Unanswered
 from concerto.contracts.common import ErrorKind
 from concerto.contracts.events import EventType
 
@@ -20,6 +20,8 @@ _KINDS = {
     "grafana_unavailable": ErrorKind.UNAVAILABLE,
     "invalid_query": ErrorKind.ERROR,
 }
+# A part left unanswered: a metric or label value that is not there, or a label the metric lacks.
+_GAP_KINDS = {"invalid_query": ErrorKind.VALIDATION}
 
 
 class MetricsAgent(Agent):
@@ -31,8 +33,10 @@ class MetricsAgent(Agent):
         description=(
             "Answers questions about infrastructure and application monitoring metrics (CPU usage, "
             "memory, disk and network throughput, load, request rate, latency percentiles) "
-            "by querying "
-            "Prometheus time series directly or through Grafana, over a time window."
+            "by querying Prometheus time series directly or through Grafana, over a time window: "
+            "one value, a breakdown by host, CPU, mode or any label, the top or bottom hosts, and "
+            "comparisons with an earlier window. Says clearly when a monitoring request (a forecast, "
+            "anomaly detection, a correlation, a metric the server does not collect) cannot be answered."
         ),
         capabilities=[
             "CPU usage, memory used, disk and network throughput of servers over a time range",
@@ -41,16 +45,29 @@ class MetricsAgent(Agent):
             "Process metrics: goroutines, threads, open file descriptors, garbage collection",
             "Scrape duration and health of monitored targets, uptime of servers",
             "Filter monitoring data by host, instance, job or device",
-            "Time windows such as the last hour, the past 30 minutes, since 2 hours ago, yesterday",
+            "Break server metrics down by instance, job, CPU core, CPU mode, device or any label",
+            "Rank servers and hosts: top or bottom N instances by CPU or memory, which host is busiest",
+            "Compare server metrics with an earlier window: CPU now vs the same hour yesterday, "
+            "this week compared to last week, with the change in percent",
+            "Time windows such as the last hour, since 2 hours ago, yesterday, this quarter, year to date, "
+            "the first half of 2024",
+            "Monitoring requests it cannot do, answered with what it can do instead: forecasting server "
+            "metrics, anomaly detection on CPU or network traffic, correlating metrics",
+            "Hardware and host sensors when the exporter collects them: CPU temperature, fan speed, "
+            "GPU utilisation; says so when the metric does not exist",
         ],
         inputs={"request": "A question about monitoring metrics, in plain language"},
         outputs={
             "metric_name": "Metric or concept answered (e.g. cpu_usage)",
-            "promql": "The PromQL expression that was run",
-            "datapoints": "Time series points (timestamp, value)",
+            "promql": "The PromQL expression that was run (the first metric's current window)",
+            "datapoints": "Time series points (timestamp, value) of the first metric, merged into one series",
             "statistics": "min, max, mean, last, sum, p50, p95 of the points",
             "value": "The number the question asks for, in `unit`",
             "is_empty": "True when the query matched no data",
+            "series": "Every series: its labels, window, points and statistics (one per label value)",
+            "comparisons": "Current against baseline value per series, the difference and the change in %",
+            "queries": "Every range query run, with its window, step and series count",
+            "missing": "Parts of the question the answer does not cover, and why",
         },
         examples=[
             "Show CPU usage for the last hour",
@@ -61,6 +78,15 @@ class MetricsAgent(Agent):
             "What is the request rate for job api?",
             "Average system load on the server today",
             "Are all scrape targets up?",
+            "CPU usage by instance",
+            "Top 3 hosts by memory used",
+            "Which instance has the highest CPU usage?",
+            "CPU now vs the same hour yesterday",
+            "Memory used on the servers this week compared to last week",
+            "Forecast CPU usage for next week",
+            "Detect anomalies in CPU usage of the servers",
+            "Are there any anomalies in network traffic on the hosts?",
+            "What is the temperature of the CPU?",
         ],
         default_timeout_ms=15000,
     )
@@ -102,15 +128,27 @@ class MetricsAgent(Agent):
                 output=meta | {"error_type": error.error_type},
             )
         summary = summarize(result, parsed)
-        findings = key_findings(result)
-        if result.is_empty and parsed.filters:
+        findings = key_findings(result, parsed)
+        if result.is_empty and parsed.filters and not result.missing:
             findings.append(await _known_values_hint(deps, parsed.filters, parsed.metrics))
         return AgentResult(
             output=result.model_dump(mode="json") | meta,
             summary=summary,
-            key_findings=[f for f in findings if f],
-            follow_up_questions=_follow_ups(parsed.label, result.time_range.expression),
-            entities={"metric_name": result.metric_name, "time_range": result.time_range.expression},
+            key_findings=list(dict.fromkeys(f for f in findings if f)),
+            follow_up_questions=_follow_ups(parsed.label, result.time_range.expression, parsed),
+            entities={"metric_name": result.metric_name, "time_range": result.time_range.expression}
+            | ({"metrics": [p.metric_name for p in parsed.parts()]} if parsed.also else {})
+            | ({"group_by": parsed.group_by} if parsed.group_by else {}),
+            unanswered=[
+                Unanswered(
+                    part=m.part,
+                    reason=m.reason,
+                    error_type=m.error_type,
+                    kind=_GAP_KINDS.get(m.error_type, ErrorKind.NOT_FOUND),
+                    suggestion=m.suggestion,
+                )
+                for m in result.missing
+            ],
         )
 
 
@@ -131,8 +169,14 @@ async def _known_values_hint(deps: Any, filters: dict[str, str], metrics: list[s
         return ""
 
 
-def _follow_ups(label: str, window: str) -> list[str]:
-    return [
-        f"What was the peak {label.lower()} over {window}?",
-        f"Show {label.lower()} for yesterday",
+def _follow_ups(label: str, window: str, query: Any = None) -> list[str]:
+    what = label.lower() if label[:1].isupper() and label[1:2].islower() else label
+    out = [
+        f"What was the peak {what} over {window}?",
+        f"Show {what} for yesterday",
     ]
+    if query is not None and not query.group_by:
+        out.append(f"{label} by instance over {window}")
+    if query is not None and query.comparison is None:
+        out.append(f"{label} now vs the same hour yesterday")
+    return out

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 import httpx
@@ -66,6 +66,7 @@ class PrometheusBackend:
     cache_ttl_s: float = 300.0
     _catalog: _Catalog | None = None
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    _labels: dict[str, tuple[float, list[str]]] = field(default_factory=dict)
 
     async def _get(self, path: str, params: dict[str, Any] | None = None) -> Any:
         """GET `path` and return the `data` of a successful Prometheus response."""
@@ -153,6 +154,51 @@ class PrometheusBackend:
             t, v = item.get("value", (at.timestamp(), "NaN"))
             out.append(Series(labels=item.get("metric", {}), samples=[(float(t), float(v))]))
         return out
+
+    async def labels_of(self, metrics: list[str]) -> dict[str, list[str]]:
+        """The label names each metric's series carry (without `__name__`), cached like the catalog.
+
+        A histogram's base name is looked up through its `_bucket` series, without `le`.
+        """
+        now = time.monotonic()
+        wanted = [
+            m for m in dict.fromkeys(metrics) if not (m in self._labels and now - self._labels[m][0] < self.cache_ttl_s)
+        ]
+
+        async def one(metric: str) -> tuple[str, list[str]]:
+            catalog = self._catalog.metrics if self._catalog else {}
+            series = f"{metric}_bucket" if metric not in catalog and f"{metric}_bucket" in catalog else metric
+            names = await self._get("/api/v1/labels", {"match[]": series})
+            hidden = {"__name__"} if series == metric else {"__name__", "le"}
+            return metric, sorted(str(n) for n in names or [] if n not in hidden)
+
+        for metric, names in await asyncio.gather(*(one(m) for m in wanted)):
+            self._labels[metric] = (now, names)
+        return {m: self._labels[m][1] for m in dict.fromkeys(metrics) if m in self._labels}
+
+    async def data_start(self) -> datetime | None:
+        """The earliest sample this server holds, if it says (Prometheus's own
+        `prometheus_tsdb_lowest_timestamp_seconds`, when it scrapes itself); else None."""
+        try:
+            data = await self._get("/api/v1/query", {"query": "min(prometheus_tsdb_lowest_timestamp_seconds)"})
+        except MetricsQueryFailure:
+            return None
+        result = (data or {}).get("result") or []
+        if not result:
+            return None
+        try:
+            return datetime.fromtimestamp(float(result[0]["value"][1]), UTC)
+        except (KeyError, IndexError, TypeError, ValueError):
+            return None
+
+    async def retention(self) -> str | None:
+        """How long the server keeps data ("15d"), from `/api/v1/status/runtimeinfo`; None if unknown."""
+        try:
+            data = await self._get("/api/v1/status/runtimeinfo")
+        except MetricsQueryFailure:
+            return None
+        value = (data or {}).get("storageRetention")
+        return str(value) if value else None
 
     async def label_values(self, label: str, match: str | None = None) -> list[str]:
         """Values a label takes, optionally among the series matching a selector."""

@@ -16,14 +16,8 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from concerto.packs.metrics.models import Aggregation, MetricsQuery, MetricsQueryFailure, Operation
-from concerto.packs.metrics.parser import EXAMPLES
-from concerto.packs.metrics.promql import (
-    CONCEPTS,
-    CONCEPTS_BY_KEY,
-    HOST_WORDS,
-    build_concept,
-    build_metric,
-)
+from concerto.packs.metrics.parser import EXAMPLES, compile_query, read_text
+from concerto.packs.metrics.promql import CONCEPTS, CONCEPTS_BY_KEY, HOST_WORDS
 from concerto.packs.metrics.timeparse import TimeParseError, parse_time_range
 
 if TYPE_CHECKING:
@@ -43,6 +37,7 @@ class LLMQuery(BaseModel):
     aggregation: Aggregation | None = None
     filters: dict[str, str] = Field(default_factory=dict, description="label -> exact value")
     operation: Operation = "query"
+    group_by: list[str] = Field(default_factory=list, description="labels to break the answer down by")
 
 
 _SYSTEM = (
@@ -51,8 +46,9 @@ _SYSTEM = (
     '"last 1 hour", "last 30 minutes", "since 2 hours ago", "yesterday", "from 2026-01-05T10:00Z '
     'to 2026-01-05T12:00Z"), aggregation (one of avg, min, max, sum, rate, last, '
     "p50, p90, p95, p99, "
-    "or null), filters (an object of Prometheus label -> value; a host is the label instance), and "
-    "operation (query, or anomaly_detection / forecast when the question asks for those)."
+    "or null), filters (an object of Prometheus label -> value; a host is the label instance), "
+    'group_by (labels to break the answer down by, e.g. ["instance"] for "by host"; [] for one series), and '
+    "operation (query, or anomaly_detection / forecast / correlation when the question asks for those)."
 )
 
 
@@ -104,43 +100,49 @@ async def llm_parse(
             suggestion=f"Ask for example {EXAMPLES}.",
             details={"llm_reply": reply.text[:1000], "error": str(exc)[:1000]},
         ) from exc
-    try:
-        window = parse_time_range(parsed.window, now).time_range
-    except TimeParseError as exc:
-        if parsed.operation == "query":
-            raise MetricsQueryFailure(
-                "invalid_time_range",
-                f"The time range is not valid: {exc}.",
-                suggestion='Ask about a past window, e.g. "for the last hour".',
-                details={"window": parsed.window},
-            ) from exc
-        window = parse_time_range("last 1 hour", now).time_range
-    step = window.step_seconds
+    # The words the deterministic reader knows (breakdowns, rankings, comparisons, calendar
+    # periods) are read from the question itself; the model's choice of metric and filters
+    # completes them, and its window is used when the question names none the reader knows.
+    parts = read_text(question, now)
+    parts.operation = parsed.operation
+    parts.aggregation = parsed.aggregation or parts.aggregation
+    if parts.window_kind == "default" and parts.comparison is None:
+        try:
+            parts.time_range = parse_time_range(parsed.window, now).time_range
+        except TimeParseError as exc:
+            if parsed.operation == "query":
+                raise MetricsQueryFailure(
+                    "invalid_time_range",
+                    f"The time range is not valid: {exc}.",
+                    suggestion='Ask about a past window, e.g. "for the last hour".',
+                    details={"window": parsed.window},
+                ) from exc
+    elif parts.time_error and parsed.operation == "query":
+        raise MetricsQueryFailure(
+            "invalid_time_range",
+            f"The time range is not valid: {parts.time_error}.",
+            suggestion='Ask about a past window, e.g. "for the last hour".',
+        )
     # The prompt says a host is `instance`; a model that writes "host" means the same.
     filters = {("instance" if k in HOST_WORDS else k): v for k, v in parsed.filters.items()}
-    common = {
-        "time_range": window,
-        "aggregation": parsed.aggregation,
-        "filters": filters,
-        "operation": parsed.operation,
-    }
+    if filters:
+        parts.filters = filters
+        parts.named_values = {k: [v] for k, v in filters.items() if not v.startswith("~")}
+    if not parts.group_by:
+        parts.group_by = [("instance" if g in HOST_WORDS else g) for g in parsed.group_by]
     concept = CONCEPTS_BY_KEY.get(parsed.metric)
-    if concept is not None:
-        common["aggregation"] = parsed.aggregation or concept.default_aggregation
-        built = build_concept(concept, catalog, filters, step, parsed.aggregation)
-        if built is not None:
-            return MetricsQuery(
-                metric_name=concept.key,
-                promql=built.promql,
-                metrics=built.metrics,
-                unit=built.unit,
-                label=built.label,
-                **common,
-            )
+    if concept is not None and concept.resolve(catalog) is not None:
+        return compile_query(concept.key, parts, catalog)
     info = catalog.get(parsed.metric)
     if info is None:
         if parsed.operation != "query":
-            return MetricsQuery(metric_name=parsed.metric, **common)
+            return MetricsQuery(
+                metric_name=parsed.metric,
+                time_range=parts.time_range,
+                aggregation=parts.aggregation,
+                filters=parts.filters,
+                operation=parsed.operation,
+            )
         near = closest_names(parsed.metric, list(catalog))
         raise MetricsQueryFailure(
             "metric_not_found",
@@ -148,15 +150,7 @@ async def llm_parse(
             suggestion=f"Did you mean {', '.join(near)}?" if near else f"Ask for example {EXAMPLES}.",
             details={"metric": parsed.metric, "closest": near},
         )
-    built = build_metric(info.name, info.type, catalog, filters, step, parsed.aggregation, info.unit)
-    return MetricsQuery(
-        metric_name=info.name,
-        promql=built.promql,
-        metrics=built.metrics,
-        unit=built.unit,
-        label=built.label,
-        **common,
-    )
+    return compile_query(info.name, parts, catalog)
 
 
 def _strip_fences(text: str) -> str:

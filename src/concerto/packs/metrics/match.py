@@ -52,23 +52,63 @@ _STOP = frozenset(
     )
 )
 _SUFFIXES = ("ing", "ed", "es", "s")
+# Words that say nothing about which quantity is meant: fillers, hosts, counts, ranking and
+# comparison words. A question's other words must each be explained by the metric chosen
+# (see `unexplained`); these never need to be.
+GENERIC = frozenset(
+    _STOP
+    | set(
+        re.findall(
+            r"\w+",
+            """
+            lately recently recent currently all every each any overall whole entire server servers host hosts
+            machine machines system systems box instance instances node nodes target level levels value values
+            number count amount stats statistic statistics metric metrics data graph chart plot trend show display
+            give get tell list see look check find report need want know run running ran do did does doing happen
+            happened like please thank thanks could would should can will much many we our us you your there here
+            which who where when why this that these those was were being take go going compared compare vs versus
+            against than difference change changed same higher lower more less increase decrease grown grew top
+            bottom highest lowest most least largest smallest biggest busiest idlest breakdown broken down split
+            grouped across p50 p90 p95 p99 percentile median 50th 90th 95th 99th latest seconds second minutes
+            minute hours hour days day weeks week months month quarter quarters year years time so far now
+            ago earlier before later previous
+            """,
+        )
+    )
+)
+EXPLAIN_SIMILARITY = 0.25
+"""A question word the chosen metric's text does not contain is still explained by it when the
+word alone is at least this similar to that text ("utilisation" and "CPU ... utilization");
+"temperature" against CPU usage is about 0.03, "GPU" against memory use 0.2."""
+ALTERNATIVE_MARGIN = 0.15
+"""How far below the best match another candidate may score and still be chosen because it
+explains every word of the question when the best does not."""
 
 
 @dataclass(frozen=True, slots=True)
 class Candidate:
-    """A concept or metric the question may mean, with its similarity."""
+    """A concept or metric the question may mean, with its similarity and the text it was matched by."""
 
     name: str
     score: float
     concept: Concept | None = None
     similarity: float = 0.0  # the cosine alone, without the concept bonus
+    text: str = ""
+
+
+_IRREGULAR = {"sent": "send", "written": "write", "wrote": "write", "spent": "spend", "ran": "run"}
 
 
 def _stem(word: str) -> str:
+    """A crude stem: British spellings as American, a few irregular verbs, common suffixes
+    and a final e ("received" and "receive" both "receiv")."""
+    word = _IRREGULAR.get(word, word)
+    word = word.replace("isation", "ization").replace("ising", "izing").replace("ised", "ized")
     for suffix in _SUFFIXES:
         if len(word) > len(suffix) + 3 and word.endswith(suffix):
-            return word[: -len(suffix)]
-    return word
+            word = word[: -len(suffix)]
+            break
+    return word[:-1] if len(word) > 4 and word.endswith("e") else word
 
 
 @lru_cache(maxsize=8192)
@@ -136,9 +176,73 @@ def rank(
     texts = [c.description for c in concepts] + [describe_metric(m) for m in metrics]
     scores = (candidates or embedder).embed(texts) @ embedder.embed([question])[0]
     out = [
-        Candidate(c.key, float(v) + CONCEPT_BONUS, c, float(v))
+        Candidate(c.key, float(v) + CONCEPT_BONUS, c, float(v), c.description)
         for c, v in zip(concepts, scores[: len(concepts)], strict=True)
     ]
-    out += [Candidate(m.name, float(v), None, float(v)) for m, v in zip(metrics, scores[len(concepts) :], strict=True)]
+    out += [
+        Candidate(m.name, float(v), None, float(v), describe_metric(m))
+        for m, v in zip(metrics, scores[len(concepts) :], strict=True)
+    ]
     out.sort(key=lambda c: -c.score)
     return out[:limit]
+
+
+def _raw_words(text: str) -> dict[str, str]:
+    """Content words of `text`: stem -> the word as written (the first time)."""
+    out: dict[str, str] = {}
+    for raw in re.findall(r"[a-z0-9]+", text.lower().replace("_", " ")):
+        stem = _stem(raw)
+        if raw not in GENERIC and stem not in GENERIC and len(raw) > 1 and not raw.isdigit():
+            out.setdefault(stem, raw)
+    return out
+
+
+def content_words(text: str) -> list[str]:
+    """The words of `text` that say which quantity is meant (not fillers, hosts, counts or numbers)."""
+    return list(_raw_words(text).values())
+
+
+def unexplained(
+    phrase: str,
+    candidate: Candidate,
+    embedder: Embedder,
+    candidates: TextEmbedder | None = None,
+    ignore: frozenset[str] = frozenset(),
+) -> list[str]:
+    """Words of `phrase` that `candidate` does not measure: neither in its text nor close to it.
+
+    "temperature of the CPU" matched to CPU usage leaves "temperature"; answering CPU usage
+    would answer another question, so the caller says the metric is not there instead.
+    Words in `ignore` (what is ranked or broken down: "modes", "hosts") need no explaining.
+    """
+    have = words(candidate.text) | words(candidate.name)
+    wanted = {stem: raw for stem, raw in _raw_words(phrase).items() if stem not in have and raw not in ignore}
+    if not wanted:
+        return []
+    raws = list(wanted.values())
+    target = (candidates or embedder).embed([candidate.text])[0]
+    sims = embedder.embed(raws) @ target
+    return [raw for raw, sim in zip(raws, sims, strict=True) if float(sim) < EXPLAIN_SIMILARITY]
+
+
+def choose(
+    phrase: str,
+    ranked: Sequence[Candidate],
+    embedder: Embedder,
+    candidates: TextEmbedder | None = None,
+    ignore: frozenset[str] = frozenset(),
+) -> tuple[Candidate | None, list[str]]:
+    """The best candidate that explains every word of `phrase`, and the words the best one
+    leaves unexplained when none does (a metric this server does not have)."""
+    if not ranked:
+        return None, []
+    best = ranked[0]
+    missing_words = unexplained(phrase, best, embedder, candidates, ignore)
+    if not missing_words:
+        return best, []
+    for other in ranked[1:]:
+        if other.score < MIN_SIMILARITY or best.score - other.score > ALTERNATIVE_MARGIN:
+            break
+        if not unexplained(phrase, other, embedder, candidates, ignore):
+            return other, []
+    return None, missing_words

@@ -14,8 +14,11 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 Aggregation = Literal["avg", "min", "max", "sum", "count", "rate", "last", "p50", "p90", "p95", "p99"]
 """Which statistic the question asks for; None means "describe the series"."""
 
-Operation = Literal["query", "anomaly_detection", "forecast"]
+Operation = Literal["query", "anomaly_detection", "forecast", "correlation"]
 """What the question asks to do; only `query` is supported (the others are future nodes)."""
+
+Role = Literal["current", "baseline"]
+"""Which window of a comparison a series belongs to; a plain question has only `current`."""
 
 ErrorType = Literal[
     "parsing_error",
@@ -51,6 +54,58 @@ class TimeRange(BaseModel):
         return (self.end_time - self.start_time).total_seconds()
 
 
+class Ranking(BaseModel):
+    """Keep only the `n` series with the highest (`top`) or lowest (`bottom`) value over the window."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    n: int = Field(..., ge=1, le=100)
+    order: Literal["top", "bottom"] = "top"
+
+
+class Comparison(BaseModel):
+    """The window a question compares the current one with.
+
+    With `offset_seconds` the baseline is the current window shifted back by that much and
+    runs as the same expression with PromQL's `offset` over the current window, so the two
+    series line up point by point ("CPU now vs the same hour yesterday", "this week compared
+    to last week": the same days of last week). Without it the baseline is a window of a
+    different length ("March compared to February") and runs as its own range query.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    baseline: TimeRange
+    offset_seconds: int | None = Field(None, ge=1)
+
+
+class MissingPart(BaseModel):
+    """A part of the question the answer does not cover, and why (never half an answer)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    part: str = Field(..., min_length=1, description="What was asked, e.g. \"metric 'GPU utilisation'\"")
+    reason: str = Field(..., min_length=1, description="Why it is not answered, in words a user can act on")
+    error_type: str = Field("unanswered_part", description="003's error type when one fits (metric_not_found)")
+    suggestion: str | None = None
+
+    @property
+    def sentence(self) -> str:
+        """How the part reads in the findings: "Not answered: PART: REASON."."""
+        return f"Not answered: {self.part}: {self.reason.rstrip('.')}."
+
+
+class PlannedQuery(BaseModel):
+    """One PromQL range query the answer runs: the expression, its window and its role."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    metric_name: str
+    promql: str
+    time_range: TimeRange
+    role: Role = "current"
+
+
 class MetricsQuery(BaseModel):
     """A question translated into what to fetch: metric, window, statistic, label filters.
 
@@ -70,6 +125,20 @@ class MetricsQuery(BaseModel):
     metrics: list[str] = Field(default_factory=list, description="Metric names the PromQL reads")
     unit: str = ""
     label: str = Field("", description="Human name of what is measured, e.g. 'CPU usage'")
+    group_by: list[str] = Field(default_factory=list, description="Labels to break down by: one series per value")
+    ranking: Ranking | None = Field(None, description="Top or bottom N series (needs `group_by`)")
+    comparison: Comparison | None = Field(None, description="The window the current one is compared with")
+    baseline_promql: str = Field("", description="The expression run for the comparison's baseline")
+    named_values: dict[str, list[str]] = Field(
+        default_factory=dict, description="Label values the question names, to tell which matched no series"
+    )
+    alternatives: list[str] = Field(
+        default_factory=list,
+        description="Other concepts or metrics the words could mean, best first; one of them is used when it has "
+        "the labels asked for and this one does not",
+    )
+    also: list[MetricsQuery] = Field(default_factory=list, description="Other metrics the same question asks for")
+    missing: list[MissingPart] = Field(default_factory=list, description="Parts of the question left unanswered")
 
     @model_validator(mode="after")
     def _defaults(self) -> MetricsQuery:
@@ -77,7 +146,32 @@ class MetricsQuery(BaseModel):
             self.metrics = [self.metric_name]
         if not self.label:
             self.label = self.metric_name
+        if self.ranking is not None and not self.group_by:
+            raise ValueError("a ranking needs a label to rank the series of (group_by)")
         return self
+
+    def parts(self) -> list[MetricsQuery]:
+        """This query and the other metrics asked with it, in the order asked."""
+        return [self, *self.also]
+
+    def planned(self) -> list[PlannedQuery]:
+        """Every range query the answer runs, in order: per metric, current then baseline."""
+        out = []
+        for part in self.parts():
+            if not part.promql:
+                continue
+            out.append(PlannedQuery(metric_name=part.metric_name, promql=part.promql, time_range=part.time_range))
+            if part.comparison is not None and part.baseline_promql:
+                window = part.time_range if part.comparison.offset_seconds else part.comparison.baseline
+                out.append(
+                    PlannedQuery(
+                        metric_name=part.metric_name,
+                        promql=part.baseline_promql,
+                        time_range=window,
+                        role="baseline",
+                    )
+                )
+        return out
 
 
 class DataPoint(BaseModel):
@@ -100,6 +194,50 @@ class AggregationStats(BaseModel):
     count: int = Field(..., ge=1)
 
 
+class SeriesResult(BaseModel):
+    """One series of an answer: which metric and label values, which window, its points and statistics."""
+
+    metric_name: str
+    label: str
+    unit: str
+    labels: dict[str, str] = Field(default_factory=dict, description="The label values this series stands for")
+    role: Role = "current"
+    window: str = Field("", description="How the series' window is said, e.g. 'the last hour'")
+    promql: str
+    datapoints: list[DataPoint]
+    datapoint_count: int = Field(..., ge=0)
+    statistics: AggregationStats | None = None
+    value: float | None = None
+    is_empty: bool
+
+
+class SeriesComparison(BaseModel):
+    """The current value of one series against its baseline: the difference and the change in %."""
+
+    metric_name: str
+    label: str
+    unit: str
+    labels: dict[str, str] = Field(default_factory=dict)
+    current: float | None
+    baseline: float | None
+    difference: float | None = Field(None, description="current - baseline, in `unit`")
+    change_percent: float | None = Field(None, description="difference / |baseline| * 100; None when baseline is 0")
+    current_window: str = ""
+    baseline_window: str = ""
+
+
+class RunQuery(BaseModel):
+    """A range query that was run, and how many series it returned."""
+
+    metric_name: str
+    promql: str
+    start: datetime
+    end: datetime
+    step_seconds: int
+    role: Role = "current"
+    series_count: int = Field(0, ge=0)
+
+
 class MetricsQueryResult(BaseModel):
     """The data behind an answer: points, statistics and the PromQL that produced them."""
 
@@ -117,6 +255,21 @@ class MetricsQueryResult(BaseModel):
     is_empty: bool
     value: float | None = Field(None, description="The number the question asks for (the headline)")
     source: Literal["prometheus", "grafana"] = "prometheus"
+    group_by: list[str] = Field(default_factory=list, description="Labels the series are broken down by")
+    ranking: Ranking | None = None
+    series: list[SeriesResult] = Field(
+        default_factory=list,
+        description="Every series of the answer, one per label value, metric and window, each with its "
+        "labels, points and statistics; the fields above describe the first metric's current window as one",
+    )
+    comparisons: list[SeriesComparison] = Field(
+        default_factory=list, description="Current against baseline value, per metric and label set"
+    )
+    queries: list[RunQuery] = Field(default_factory=list, description="Every range query run")
+    missing: list[MissingPart] = Field(default_factory=list, description="Parts of the question left unanswered")
+    data_start: datetime | None = Field(
+        None, description="The earliest sample the server holds, when a window reaches before it"
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> MetricsQueryResult:

@@ -8,6 +8,7 @@ or `error` (the spec's "State Guarantees"); nothing is retried automatically.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
@@ -23,12 +24,15 @@ from concerto.packs.metrics.models import (
     MetricsQueryFailure,
     MetricsQueryResult,
     MetricsQueryState,
+    PlannedQuery,
     QueryError,
+    TimeRange,
 )
 
 if TYPE_CHECKING:
     from concerto.llm.base import LLMClient
-    from concerto.packs.metrics.backend import MetricInfo, PrometheusBackend
+    from concerto.packs.metrics.backend import MetricInfo, PrometheusBackend, Series
+    from concerto.packs.metrics.format import Coverage
     from concerto.resources import Resources
     from concerto.settings import Settings
 
@@ -115,28 +119,55 @@ def validate(query: MetricsQuery, catalog: Mapping[str, MetricInfo], now: dateti
     """Step 2: the operation is supported, every metric exists, the window is usable."""
     from concerto.packs.metrics.match import closest_names
 
+    label = query.label if query.metric_name != "unknown" else "CPU usage"
     if query.operation == "anomaly_detection":
         raise MetricsQueryFailure(
             "unsupported_operation",
             "Anomaly detection is not supported.",
-            suggestion=f'Try asking for raw metric data instead, e.g. "Show {query.label} for the last hour".',
+            suggestion=f'Try asking for raw metric data instead, e.g. "Show {label} for the last hour", '
+            f'"the peak {label} yesterday" or "{label} now vs the same hour yesterday".',
             details={"operation": query.operation},
         )
     if query.operation == "forecast":
         raise MetricsQueryFailure(
             "unsupported_operation",
             "Forecasting is not supported; only past data can be queried.",
-            suggestion=f'Ask about a past window instead, e.g. "Show {query.label} for the last day".',
+            suggestion=f'Ask about a past window instead, e.g. "Show {label} for the last day" or '
+            f'"{label} this week compared to last week".',
             details={"operation": query.operation},
         )
-    for metric in query.metrics:
-        if metric not in catalog and f"{metric}_bucket" not in catalog:
-            near = closest_names(metric, list(catalog))
+    if query.operation == "correlation":
+        raise MetricsQueryFailure(
+            "unsupported_operation",
+            "Correlating metrics is not supported; each metric can be shown over the same window.",
+            suggestion=f'Ask for the metrics side by side instead, e.g. "{label} and memory used for the last hour".',
+            details={"operation": query.operation},
+        )
+    for part in query.parts():
+        for metric in part.metrics:
+            if metric not in catalog and f"{metric}_bucket" not in catalog:
+                near = closest_names(metric, list(catalog))
+                raise MetricsQueryFailure(
+                    "metric_not_found",
+                    f"The metric '{metric}' does not exist on this server.",
+                    suggestion=f"Did you mean {', '.join(near)}?" if near else "Ask about another metric.",
+                    details={"metric": metric, "closest": near},
+                )
+    if query.comparison is not None:
+        base = query.comparison.baseline
+        if base.end_time <= base.start_time:
             raise MetricsQueryFailure(
-                "metric_not_found",
-                f"The metric '{metric}' does not exist on this server.",
-                suggestion=f"Did you mean {', '.join(near)}?" if near else "Ask about another metric.",
-                details={"metric": metric, "closest": near},
+                "invalid_time_range",
+                f"The window compared with ({base.expression}) is empty.",
+                suggestion='Compare with a window of its own, e.g. "vs the same hour yesterday".',
+                details={"start": base.start_time.isoformat(), "end": base.end_time.isoformat()},
+            )
+        if base.end_time - base.start_time > MAX_RANGE:
+            raise MetricsQueryFailure(
+                "invalid_time_range",
+                f"The window compared with is longer than {MAX_RANGE.days} days.",
+                suggestion='Compare shorter windows, e.g. "this month compared to last month".',
+                details={"days": (base.end_time - base.start_time).days},
             )
     tr = query.time_range
     if tr.end_time <= tr.start_time:
@@ -169,28 +200,65 @@ def validate(query: MetricsQuery, catalog: Mapping[str, MetricInfo], now: dateti
 
 
 def _unsupported_without_backend(question: str, now: datetime, failure: MetricsQueryFailure) -> None:
-    """An anomaly or forecast question is unsupported whether or not a backend answers."""
+    """An anomaly, forecast or correlation question is unsupported whether or not a backend answers."""
     from concerto.packs.metrics.parser import read_text
 
     parts = read_text(question, now)
     if parts.operation != "query":
         validate(
-            MetricsQuery(
-                metric_name="metric",
-                time_range=parts.time_range,
-                operation=parts.operation,
-                label="the metric",
-            ),
+            MetricsQuery(metric_name="unknown", time_range=parts.time_range, operation=parts.operation),
             {},
             now,
         )
     raise failure
 
 
+def aligned_start(tr: TimeRange) -> datetime:
+    """Where a range query over `tr` starts so that its last point falls on the window's end.
+
+    Prometheus evaluates at start, start + step, ... up to the end; started a whole number of
+    steps before the end, every point sums up the step that ends at it, and the newest data is
+    in the answer even when the step is two days long ("CPU usage this year").
+    """
+    steps = int(tr.duration_seconds // tr.step_seconds)
+    return tr.end_time - timedelta(seconds=steps * tr.step_seconds)
+
+
+async def _coverage(
+    backend: PrometheusBackend, query: MetricsQuery, runs: list[tuple[PlannedQuery, list[Series]]]
+) -> Coverage:
+    """What the server says about its data, asked only when an answer needs it: when a window
+    came back empty or starts late (the earliest sample and the retention), and when a label
+    value the question names matched nothing (the values that label takes)."""
+    from concerto.packs.metrics.format import Coverage
+
+    empty = any(not any(s.samples for s in series) for _, series in runs)
+    late = False
+    for planned, series in runs:
+        firsts = [s.samples[0][0] for s in series if s.samples]
+        tr = planned.time_range
+        if firsts and min(firsts) > tr.start_time.timestamp() + 2 * tr.step_seconds:
+            late = True
+    data_start = retention = None
+    if empty or late:
+        data_start, retention = await asyncio.gather(backend.data_start(), backend.retention())
+    known: dict[str, list[str]] = {}
+    for part in query.parts():
+        for label in part.named_values:
+            if label in known:
+                continue
+            try:
+                known[label] = await backend.label_values(label, match=part.metrics[0] if part.metrics else None)
+            except MetricsQueryFailure:
+                known[label] = []
+    return Coverage(data_start=data_start, retention=retention, known_values=known)
+
+
 async def process(state: MetricsQueryState, deps: NodeDeps) -> NodeRun:
     """Run the five steps on `state` and return the updated state with step timings."""
     from concerto.packs.metrics.backend import get_backend
     from concerto.packs.metrics.format import build_result
+    from concerto.packs.metrics.parser import check_labels, label_checked_metrics
 
     started = time.perf_counter()
     now = deps.now or datetime.now(UTC)
@@ -219,20 +287,35 @@ async def process(state: MetricsQueryState, deps: NodeDeps) -> NodeRun:
             "Parsed the question",
             {
                 "metric": parsed.metric_name,
-                "promql": parsed.promql,
+                "promql": [q.promql for q in parsed.planned()],
                 "window": parsed.time_range.expression,
             },
         )
         with _timed(timings, "validate"):
             catalog = await backend.catalog()  # cached for 5 minutes, so usually free
             validate(parsed, catalog, now)
+            if any(part.group_by or part.filters for part in parsed.parts()):
+                read = label_checked_metrics(parsed, catalog)
+                parsed = check_labels(parsed, await backend.labels_of(read), catalog)
         with _timed(timings, "query"):
-            tr = parsed.time_range
-            series = await backend.query_range(parsed.promql, tr.start_time, tr.end_time, tr.step_seconds)
-        await emit("Queried Prometheus", {"series": len(series), "step_s": tr.step_seconds})
+            planned = parsed.planned()
+            returned = await asyncio.gather(
+                *(
+                    backend.query_range(
+                        q.promql, aligned_start(q.time_range), q.time_range.end_time, q.time_range.step_seconds
+                    )
+                    for q in planned
+                )
+            )
+            runs = list(zip(planned, returned, strict=True))
+            coverage = await _coverage(backend, parsed, runs)
+        await emit(
+            "Queried Prometheus",
+            {"queries": len(runs), "series": [len(r) for r in returned], "step_s": parsed.time_range.step_seconds},
+        )
         with _timed(timings, "format"):
             try:
-                result = build_result(parsed, series, source)
+                result = build_result(parsed, runs, source, coverage)
             except (ValidationError, ValueError) as exc:
                 raise MetricsQueryFailure(
                     "invalid_query",

@@ -7,4 +7,5 @@ pack = Pack(
     description="System metrics in plain language, from Prometheus or Grafana's datasource proxy.",
     agents=["concerto.packs.metrics.agent:MetricsAgent"],
     settings="concerto.packs.metrics.settings:MetricsSettings",
+    commands={"metrics": "concerto.packs.metrics.cli:metrics"},  # `concerto metrics local`
 )

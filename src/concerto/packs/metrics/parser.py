@@ -1,42 +1,58 @@
 """Step 1 without an LLM: a deterministic reading of the common metrics questions.
 
-The question is read in layers: what it asks to do (a query, or an anomaly search
-or forecast, which are not supported), the window, the statistic, the label filters,
-and what remains names the metric, matched by exact name or by meaning.
+The question is read in layers: what it asks to do (a query, or an analysis this agent
+cannot do: anomalies, forecasts, correlations), the windows (and whether two are
+compared), a ranking ("top 3 hosts by", "which instance has the highest"), a breakdown
+("by instance", "per mode", "for each host"), the statistic, the label filters, and what
+remains names the metrics: one, or several joined by "and" or commas, each matched by
+exact name or by meaning. A metric phrase whose words the best match does not measure
+("temperature of the CPU" against CPU usage) is a metric this server does not have, not a
+cue to answer something near it.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from concerto.nlp.numbers import number_words_pattern, word_number
 from concerto.packs.metrics.models import (
     Aggregation,
+    Comparison,
     MetricsQuery,
     MetricsQueryFailure,
+    MissingPart,
     Operation,
+    Ranking,
     TimeRange,
 )
-from concerto.packs.metrics.promql import CONCEPTS_BY_KEY, build_concept, build_metric
+from concerto.packs.metrics.promql import CONCEPTS_BY_KEY, build_concept, build_metric, ranked
 from concerto.packs.metrics.timeparse import (
     DEFAULT_WINDOW,
+    ParsedWindow,
     TimeParseError,
+    Windows,
+    duration_text,
+    last,
     make_range,
-    parse_time_range,
+    read_windows,
 )
 
 if TYPE_CHECKING:
     from concerto.nlp.embeddings import Embedder
     from concerto.packs.metrics.backend import MetricInfo
-    from concerto.packs.metrics.match import TextEmbedder
+    from concerto.packs.metrics.match import Candidate, TextEmbedder
 
 EXAMPLES = (
     '"Show CPU usage for the last hour", "Memory used on host 127.0.0.1:9100 yesterday", '
-    '"p95 request latency over the past 30 minutes", "Network throughput since 2 hours ago"'
+    '"CPU usage by instance", "top 3 hosts by memory used", '
+    '"CPU now vs the same hour yesterday", "p95 request latency over the past 30 minutes"'
 )
+MAX_METRICS = 4
+"""At most this many metrics are answered from one question."""
 
 _OPERATIONS: tuple[tuple[Operation, re.Pattern[str]], ...] = (
     (
@@ -46,10 +62,15 @@ _OPERATIONS: tuple[tuple[Operation, re.Pattern[str]], ...] = (
     (
         "forecast",
         re.compile(
-            r"\b(?:forecast\w*|predict\w*|projection|extrapolat\w*|will\s+(?:be|reach|run)|"
-            r"next\s+(?:hour|day|week|month|year)|tomorrow)\b",
+            r"\b(?:forecast\w*|predict\w*|projection|project(?:ed)?\s+(?:growth|usage)|extrapolat\w*|"
+            r"will\s+(?:be|reach|run|fill|hit|exceed)|run\s+out|fill\s+up|next\s+(?:hour|day|week|month|"
+            r"quarter|year)|tomorrow)\b",
             re.I,
         ),
+    ),
+    (
+        "correlation",
+        re.compile(r"\b(?:correlat\w*|covariance|root\s+cause|caus(?:es|ed|ing)\s+by)\b", re.I),
     ),
 )
 _AGGREGATIONS: tuple[tuple[Aggregation, re.Pattern[str]], ...] = (
@@ -64,13 +85,74 @@ _AGGREGATIONS: tuple[tuple[Aggregation, re.Pattern[str]], ...] = (
     ("rate", re.compile(r"\brate\s+of\s+change\b|\bper\s+second\b", re.I)),
     ("last", re.compile(r"\b(?:current|currently|right\s+now|latest|at\s+the\s+moment)\b", re.I)),
 )
+
+# What people call a label: host → instance, core → cpu, interface → device, ...
+LABEL_WORDS: dict[str, str] = {
+    word: label
+    for label, words in {
+        "instance": "host hosts hostname hostnames server servers node nodes machine machines instance instances "
+        "target targets box boxes",
+        "job": "job jobs service services",
+        "cpu": "cpu cpus core cores processor processors",
+        "mode": "mode modes cpu_mode cpu_modes",
+        "device": "device devices interface interfaces nic nics disk disks network_interface network_interfaces",
+        "mountpoint": "mountpoint mountpoints mount_point mount_points filesystem filesystems partition partitions",
+        "fstype": "fstype fstypes filesystem_type filesystem_types",
+        "code": "code codes status_code status_codes",
+        "handler": "handler handlers endpoint endpoints",
+    }.items()
+    for word in words.split()
+}
+_LABEL_NOUNS = frozenset(part for word in LABEL_WORDS for part in word.split("_"))
+"""Words that name what is ranked or broken down ("modes", "hosts"), not what is measured."""
+_LABEL_ALT = "|".join(sorted((w.replace("_", r"\s+") for w in LABEL_WORDS), key=len, reverse=True))
+_UNIT_WORDS = frozenset(
+    "second seconds sec minute minutes min hour hours day days week weeks month months year years".split()
+)
+_N = r"(?P<n>\d{1,3}|" + number_words_pattern() + r")"
+_TOP_WORDS = r"highest|most\s+busy|most\s+loaded|most|largest|biggest|greatest|heaviest|max(?:imum)?|busiest|hottest"
+_BOTTOM_WORDS = r"lowest|least\s+busy|least\s+loaded|least|smallest|fewest|min(?:imum)?|idlest|quietest"
+_DIR = rf"(?P<dir>{_TOP_WORDS}|{_BOTTOM_WORDS})"
+_ENT = rf"(?P<ent>{_LABEL_ALT})"
+_HAVE = r"(?:(?:has|had|have|is|was|are|were|uses|used|use|shows|showed|sees|saw|got)\s+)?"
+_RANKINGS: tuple[re.Pattern[str], ...] = (
+    # "top 3 hosts by memory used", "bottom 2 cpus by usage", "top 5 by CPU"
+    re.compile(
+        rf"\b(?P<dir>top|bottom)\s+(?:{_N}\s+)?(?:{_ENT}\s*)?(?:(?:by|in|for|on|of|with)\b|(?=\s*[?.!,;]|\s*$))",
+        re.I,
+    ),
+    # "top 3 racks by CPU": a label the vocabulary does not know (checked against the metric later)
+    re.compile(rf"\b(?P<dir>top|bottom)\s+(?:{_N}\s+)?(?P<ent>[a-z_][a-z0-9_]*)\s+by\b", re.I),
+    # "which instance has the highest CPU", "which CPU is the busiest"
+    re.compile(rf"\b(?:which|what)\s+(?:one\s+of\s+the\s+)?{_ENT}\s+{_HAVE}(?:the\s+)?{_DIR}\b", re.I),
+    # "the 2 least busy CPUs", "the 3 busiest hosts"
+    re.compile(rf"\b(?:the\s+)?{_N}\s+{_DIR}\s+{_ENT}\b", re.I),
+    # "the 3 hosts with the highest memory used", "hosts using the most CPU"
+    re.compile(
+        rf"\b(?:the\s+)?(?:{_N}\s+)?{_ENT}\s+(?:with|using|that\s+use|having)\s+(?:the\s+)?{_DIR}\b",
+        re.I,
+    ),
+    # "the busiest host", "the least busy CPU"
+    re.compile(rf"\b(?:the\s+)?{_DIR}\s+{_ENT}\b", re.I),
+)
+_BREAKDOWN = re.compile(
+    r"\b(?:broken\s+down\s+by|split\s+by|grouped\s+by|break\s*down\s+by|by|per|for\s+each|for\s+every|"
+    r"across(?:\s+all)?|on\s+each|of\s+each|in\s+each|on\s+every|of\s+every|each)\s+(?:the\s+)?"
+    rf"(?P<l>(?:{_LABEL_ALT}|[a-z_][a-z0-9_]*)(?:\s*(?:,|and|&)\s*(?:by\s+)?(?:{_LABEL_ALT}|[a-z_][a-z0-9_]*))*)\b",
+    re.I,
+)
+_FILLER = re.compile(r"(?:\b(?:over|for|in|during|since|from|on|of|at|the|and|with)\b|[\s?.!,;])+", re.I)
+_COMPARATORS = re.compile(
+    r"\b(?:vs\.?|versus|compared\s+(?:to|with)|in\s+comparison\s+(?:to|with)|against|relative\s+to)(?=\s|$)", re.I
+)
 # A label value: quoted (spaces allowed), or one token that is not an ordinary word
 # ("CPU on the server for the last hour" names no server).
 _NOT_A_VALUE = (
     r"(?:for|in|over|during|since|today|yesterday|last|past|the|and|with|from|to|at|on|of|"
-    r"this|that|now|right|exporter|is|was|are)\b"
+    r"this|that|now|right|exporter|is|was|are|by|per|each|vs|compared)\b"
 )
 _VALUE = r"""(?:["'](?P<q>[^"']+)["']|(?!""" + _NOT_A_VALUE + r""")(?P<v>[\w.:\-/]+?)(?=[\s,?!;]|$|\.(?:\s|$)))"""
+_ONE = r"""(?:["'][^"']+["']|(?!""" + _NOT_A_VALUE + r""")[\w.:\-/]+?(?=[\s,?!;]|$|\.(?:\s|$)))"""
 _FILTERS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "instance",
@@ -85,6 +167,7 @@ _FILTERS: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(rf"\b(?:on|for|of|from)\s+(?:the\s+)?(?:device|interface|nic|disk)\s+{_VALUE}", re.I),
     ),
     ("mountpoint", re.compile(rf"\b(?:on|for|of)\s+(?:the\s+)?mount\s*point\s+{_VALUE}", re.I)),
+    ("mode", re.compile(rf"\b(?:in|for|of)\s+(?:the\s+)?(?:cpu\s+)?mode\s+{_VALUE}", re.I)),
     (
         "instance",
         re.compile(
@@ -93,8 +176,35 @@ _FILTERS: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
 )
-_DANGLING = re.compile(r"(?:\s+\b(?:for|in|over|during|since|from|on|of|at)(?:\s+the)?)+\s*[?.!]*$", re.I)
+# Several values of one label: "on hosts web-1 and web-2", "for jobs node, prometheus".
+_MULTI_FILTERS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (
+        "instance",
+        re.compile(
+            rf"\b(?:on|for|from|of|at)\s+(?:the\s+)?(?:hosts|servers|nodes|machines|instances)\s+"
+            rf"(?P<vs>{_ONE}(?:\s*(?:,|and|or|&)\s*{_ONE})+)",
+            re.I,
+        ),
+    ),
+    (
+        "job",
+        re.compile(rf"\b(?:on|for|from|of|in)\s+(?:the\s+)?jobs\s+(?P<vs>{_ONE}(?:\s*(?:,|and|or|&)\s*{_ONE})+)", re.I),
+    ),
+    (
+        "device",
+        re.compile(
+            rf"\b(?:on|for|of|from)\s+(?:the\s+)?(?:devices|interfaces|nics|disks)\s+"
+            rf"(?P<vs>{_ONE}(?:\s*(?:,|and|or|&)\s*{_ONE})+)",
+            re.I,
+        ),
+    ),
+)
+_DANGLING = re.compile(
+    r"(?:\s+\b(?:for|in|over|during|since|from|on|of|at|with|and|than|to)(?:\s+the)?)+\s*[?.!]*$", re.I
+)
+_LEADING = re.compile(r"^\s*(?:and|with|of|for|in)\b\s*", re.I)
 _EXPLICIT_LABEL = re.compile(r"\b(?P<k>[a-zA-Z_]\w*)\s*(?P<op>=~|=)\s*[\"'](?P<v>[^\"']*)[\"']")
+_PARTS = re.compile(r"\s*(?:[,;&]|\band\b|\bplus\b|\bas\s+well\s+as\b|\balong\s+with\b|\btogether\s+with\b)\s*", re.I)
 
 
 @dataclass(slots=True)
@@ -107,10 +217,183 @@ class TextParts:
     filters: dict[str, str]
     remainder: str
     time_error: str | None = None
+    group_by: list[str] = field(default_factory=list)
+    ranking: Ranking | None = None
+    comparison: Comparison | None = None
+    named_values: dict[str, list[str]] = field(default_factory=dict)
+    window_kind: str = "default"
+
+
+def _number(text: str | None) -> int | None:
+    if not text:
+        return None
+    if text.isdigit():
+        return int(text)
+    return word_number(text.lower())
+
+
+def label_of(word: str) -> str:
+    """The label a word names ("hosts" → instance, "status code" → code), or the word itself."""
+    key = "_".join(word.lower().split())
+    return LABEL_WORDS.get(key, key)
+
+
+def _current_and_comparison(found: Windows, now: datetime) -> tuple[ParsedWindow, Comparison | None]:
+    """The window answered and, when the question compares, the baseline it is compared with.
+
+    A shift ("vs the same hour yesterday") moves the current window back; two windows
+    ("this month vs last month", "March compared to February") compare the later with the
+    earlier: with PromQL's `offset` over the later window when the earlier is at least as
+    long (the same part of it: June so far against the same days of May), otherwise as a
+    second range query over the earlier window.
+    """
+    windows = found.windows
+    current = (
+        windows[0] if windows else ParsedWindow(make_range(now - DEFAULT_WINDOW, now, "the last hour"), None, "default")
+    )
+    shift = found.shift
+    if shift is not None:
+        if shift.same is not None and current.kind in ("default", "now"):
+            current = ParsedWindow(last(1, shift.same, now), current.span, "duration")
+        tr = current.time_range
+        start = shift.back(tr.start_time)
+        offset = tr.start_time - start
+        baseline = make_range(start, tr.end_time - offset, shift.baseline_expression())
+        return current, Comparison(baseline=baseline, offset_seconds=int(offset.total_seconds()))
+    if len(windows) < 2:
+        return current, None
+    ordered = sorted(windows[:2], key=lambda w: w.time_range.start_time)
+    earlier, later = ordered
+    a, b = later.time_range, earlier.time_range
+    offset = a.start_time - b.start_time
+    if offset.total_seconds() <= 0:
+        raise TimeParseError(f"{a.expression} and {b.expression} start at the same time; nothing to compare")
+    if b.duration_seconds >= a.duration_seconds:
+        same = b.duration_seconds == a.duration_seconds
+        baseline = make_range(
+            b.start_time,
+            b.start_time + (a.end_time - a.start_time),
+            b.expression if same else f"the same part of {b.expression}",
+        )
+        return later, Comparison(baseline=baseline, offset_seconds=int(offset.total_seconds()))
+    return later, Comparison(baseline=b)
+
+
+def _masked(text: str, spans: Sequence[tuple[int, int]]) -> str:
+    chars = list(text)
+    for start, end in spans:
+        chars[start:end] = " " * (end - start)
+    return "".join(chars)
+
+
+def _overlaps(span: tuple[int, int], taken: Sequence[tuple[int, int]]) -> bool:
+    return any(span[0] < end and start < span[1] for start, end in taken)
+
+
+_PLURALS = frozenset(w for w in LABEL_WORDS if w.endswith("s") and (w[:-1] in LABEL_WORDS or w[:-2] in LABEL_WORDS))
+DEFAULT_TOP_N = 5
+"""How many series "top hosts by CPU" keeps when it says no number (one for "the top host")."""
+
+
+def _read_ranking(text: str, spans: list[tuple[int, int]]) -> tuple[Ranking | None, str | None, str]:
+    """(ranking, the label ranked, words to keep in the metric phrase).
+
+    "the 2 least busy CPUs" ranks CPUs and measures how busy they are: "busy CPUs" stays
+    as the metric phrase; "top 3 hosts by memory used" leaves "memory used" (and "hosts").
+    """
+    masked = _masked(text, spans)
+    for pattern in _RANKINGS:
+        m = pattern.search(masked)
+        if m is None:
+            continue
+        found = m.groupdict()
+        direction = " ".join((found.get("dir") or "top").lower().split())
+        order = "bottom" if re.fullmatch(_BOTTOM_WORDS + "|bottom", direction) else "top"
+        ent = found.get("ent")
+        n = _number(found.get("n"))
+        if n is None:
+            key = "_".join((ent or "").lower().split())
+            plural = key in _PLURALS or (key not in LABEL_WORDS and key.endswith("s"))
+            n = DEFAULT_TOP_N if plural else 1
+        adjective = (
+            "busy" if re.search(r"busy|busiest|idlest", direction) else ("load" if "loaded" in direction else "")
+        )
+        # What is ranked is context for the metric ("top 5 network interfaces by traffic":
+        # network traffic), and "the 2 least busy CPUs" says both what and how.
+        keep = f"{adjective} {ent or ''}".strip()
+        spans.append(m.span())
+        label = None
+        if ent:
+            key = "_".join(ent.lower().split())
+            label = label_of(key) if key in LABEL_WORDS else (key[:-1] if key.endswith("s") else key)
+            if key not in LABEL_WORDS:
+                keep = adjective
+        return Ranking(n=max(1, min(n, 100)), order=order), label, keep
+    return None, None, ""
+
+
+def _read_breakdown(text: str, spans: list[tuple[int, int]]) -> list[str]:
+    """Labels named after "by", "per", "for each"... ("by instance and mode" → [instance, mode])."""
+    masked = _masked(text, spans)
+    labels: list[str] = []
+    for m in _BREAKDOWN.finditer(masked):
+        names = [n for n in re.split(r"\s*(?:,|\band\b|&)\s*(?:by\s+)?", m.group("l").strip()) if n]
+        out = []
+        for name in names:
+            key = "_".join(name.lower().split())
+            if key in _UNIT_WORDS:
+                break  # "per second", "by the hour": a rate or a time bucket, not a label
+            if key in LABEL_WORDS or "_" in key:
+                out.append(label_of(key))
+                continue
+            rest = _FILLER.sub("", masked[m.end() :])
+            if name is names[-1] and not rest:  # a word at the end: a label the user named
+                out.append(key)
+            else:
+                break
+        if out:
+            labels += [label for label in out if label not in labels]
+            spans.append(m.span())
+    return labels
+
+
+def _read_filters(text: str, spans: list[tuple[int, int]]) -> tuple[dict[str, str], dict[str, list[str]], list[str]]:
+    """(filters, the values each filter names, labels to break down by for several values)."""
+    filters: dict[str, str] = {}
+    named: dict[str, list[str]] = {}
+    group: list[str] = []
+    for m in _EXPLICIT_LABEL.finditer(text):
+        filters[m.group("k")] = ("~" if m.group("op") == "=~" else "") + m.group("v")
+        if m.group("op") == "=":
+            named[m.group("k")] = [m.group("v")]
+        spans.append(m.span())
+    for label, pattern in _MULTI_FILTERS:
+        several = pattern.search(_masked(text, spans))
+        if several is None or label in filters:
+            continue
+        values = [v.strip("\"' ") for v in re.split(r"\s*(?:,|\band\b|\bor\b|&)\s*", several.group("vs")) if v.strip()]
+        values = list(dict.fromkeys(v.rstrip(".") for v in values if v))
+        if len(values) < 2:
+            continue
+        if label == "instance":
+            filters[label] = "~" + "|".join(re.escape(v) if ":" in v else f"{re.escape(v)}(:[0-9]+)?" for v in values)
+        else:
+            filters[label] = "~" + "|".join(re.escape(v) for v in values)
+        named[label] = values
+        group.append(label)
+        spans.append(several.span())
+    for label, pattern in _FILTERS:
+        found = pattern.search(_masked(text, spans))
+        if found is not None and label not in filters:
+            value = (found.groupdict().get("q") or found.group("v")).rstrip(".")
+            filters[label] = value
+            named[label] = [value]
+            spans.append(found.span())
+    return filters, named, group
 
 
 def read_text(question: str, now: datetime) -> TextParts:
-    """Operation, window, statistic and filters; the rest of the text is the metric phrase.
+    """Operation, windows, ranking, breakdown, statistic and filters; the rest names the metrics.
 
     A window that cannot be used is kept as `time_error` (with the default window)
     so that an unsupported operation still wins as the reported error.
@@ -122,33 +405,166 @@ def read_text(question: str, now: datetime) -> TextParts:
             break
     spans: list[tuple[int, int]] = []
     time_error = None
+    comparison: Comparison | None = None
     try:
-        window = parse_time_range(question, now)
-        time_range = window.time_range
-        if window.span:
-            spans.append(window.span)
+        found = read_windows(question, now)
+        window, comparison = _current_and_comparison(found, now)
+        spans += found.spans
     except TimeParseError as exc:
         time_error = str(exc)
-        time_range = make_range(now - DEFAULT_WINDOW, now, "the last hour")
+        window = ParsedWindow(make_range(now - DEFAULT_WINDOW, now, "the last hour"), None, "default")
+    before = len(spans)
+    ranking, ranked_label, keep = _read_ranking(question, spans)
+    ranking_spans = spans[before:]
+    filters, named, grouped = _read_filters(question, spans)
+    group_by = _read_breakdown(question, spans)
+    for label in [*grouped, *([ranked_label] if ranking is not None else [])]:
+        if label and label not in group_by:
+            group_by.append(label)
+    if ranking is not None and not group_by:
+        group_by.append("instance")  # "top 5 by CPU": hosts, unless another label is named
     aggregation: Aggregation | None = None
+    masked = _masked(question, ranking_spans)  # "the highest" ranks; it is not the statistic
     for agg, pattern in _AGGREGATIONS:
-        if pattern.search(question):
+        if pattern.search(masked):
             aggregation = agg
             break
-    filters: dict[str, str] = {}
-    for m in _EXPLICIT_LABEL.finditer(question):
-        filters[m.group("k")] = ("~" if m.group("op") == "=~" else "") + m.group("v")
-        spans.append(m.span())
-    for label, pattern in _FILTERS:
-        found = pattern.search(question)
-        if found is not None and label not in filters:
-            filters[label] = (found.groupdict().get("q") or found.group("v")).rstrip(".")
-            spans.append(found.span())
     remainder = question
     for start, end in sorted(spans, reverse=True):
         remainder = remainder[:start] + " " + remainder[end:]
-    remainder = _DANGLING.sub("", " ".join(remainder.split())).strip()
-    return TextParts(operation, time_range, aggregation, filters, remainder, time_error)
+    remainder = _COMPARATORS.sub(" ", remainder)
+    if keep:
+        remainder = f"{keep} {remainder}"
+    remainder = _LEADING.sub("", _DANGLING.sub("", " ".join(remainder.split())).strip()).strip()
+    return TextParts(
+        operation=operation,
+        time_range=window.time_range,
+        aggregation=aggregation,
+        filters=filters,
+        remainder=remainder,
+        time_error=time_error,
+        group_by=group_by,
+        ranking=ranking,
+        comparison=comparison,
+        named_values=named,
+        window_kind=window.kind,
+    )
+
+
+@dataclass(slots=True)
+class _Resolved:
+    """What one metric phrase of a question names: a metric or concept, a missing one, or nothing."""
+
+    name: str | None = None
+    alternatives: list[str] = field(default_factory=list)
+    missing: MissingPart | None = None
+    unrelated: bool = False
+    details: dict[str, object] = field(default_factory=dict)
+
+
+def _real_names(ranked_candidates: Sequence[Candidate], catalog: Mapping[str, MetricInfo], n: int = 3) -> list[str]:
+    """The real metric names behind the closest candidates (a concept stands for the metrics it reads)."""
+    out: list[str] = []
+    for c in ranked_candidates:
+        names = (c.concept.resolve(catalog) or []) if c.concept is not None else [c.name]
+        out += [name for name in names if name not in out]
+    return out[:n]
+
+
+def resolve_phrase(
+    phrase: str,
+    catalog: Mapping[str, MetricInfo],
+    embedder: Embedder,
+    candidates: TextEmbedder | None = None,
+) -> _Resolved:
+    """The metric or concept one phrase names, or why none does."""
+    from concerto.packs.metrics.match import (
+        ALTERNATIVE_MARGIN,
+        UNRELATED_SIMILARITY,
+        choose,
+        closest_names,
+        content_words,
+        explicit_metric,
+        rank,
+    )
+    from concerto.packs.metrics.match import unexplained as unexplained_words
+
+    metric, unknown = explicit_metric(phrase, catalog)
+    if metric is not None:
+        return _Resolved(name=metric)
+    if unknown is not None:
+        near = closest_names(unknown, list(catalog))
+        return _Resolved(
+            missing=MissingPart(
+                part=f"metric {unknown}",
+                reason=f"there is no metric named '{unknown}' on this server",
+                error_type="metric_not_found",
+                suggestion=f"Did you mean {', '.join(near)}?"
+                if near
+                else 'Describe the quantity instead, e.g. "CPU usage" or "memory used".',
+            ),
+            details={"metric": unknown, "closest": near},
+        )
+    if not content_words(phrase):
+        return _Resolved(unrelated=True)
+    found = rank(phrase, catalog, embedder, candidates=candidates)
+    details: dict[str, object] = {"phrase": phrase, "candidates": [(c.name, round(c.score, 3)) for c in found]}
+    if not found or max(c.similarity for c in found) < UNRELATED_SIMILARITY:
+        return _Resolved(unrelated=True, details=details)
+    near = _real_names(found, catalog)
+    said = spoken(phrase)
+    if found[0].score < _min_score():
+        return _Resolved(
+            missing=MissingPart(
+                part=said,
+                reason="no metric on this server matches it",
+                error_type="metric_not_found",
+                suggestion=f"The closest are {', '.join(near)}; name one of them."
+                if near
+                else f"Ask about a metric this server collects, e.g. {EXAMPLES}.",
+            ),
+            details=details | {"closest": near},
+        )
+    chosen, unexplained = choose(phrase, found, embedder, candidates, _LABEL_NOUNS)
+    if chosen is None:
+        words = ", ".join(f"'{w}'" for w in unexplained)
+        return _Resolved(
+            missing=MissingPart(
+                part=said,
+                reason=f"no metric on this server measures {words}",
+                error_type="metric_not_found",
+                suggestion=f"The closest metrics are {', '.join(near)}; ask about one of them."
+                if near
+                else f"Ask about a metric this server collects, e.g. {EXAMPLES}.",
+            ),
+            details=details | {"closest": near, "unexplained": unexplained},
+        )
+    alternatives = [
+        c.name
+        for c in found
+        if c.name != chosen.name
+        and c.score >= _min_score()
+        and found[0].score - c.score <= ALTERNATIVE_MARGIN
+        and not unexplained_words(phrase, c, embedder, candidates, _LABEL_NOUNS)
+    ]
+    return _Resolved(name=chosen.name, alternatives=alternatives, details=details)
+
+
+def spoken(phrase: str) -> str:
+    """A metric phrase as the answer repeats it: without the question around it
+    ("what is the temperature of the CPU?" → "temperature of the CPU")."""
+    from concerto.packs.metrics.match import GENERIC
+
+    words = phrase.strip(" ?.!").split()
+    while len(words) > 1 and words[0].lower().strip(",'\"") in GENERIC:
+        words.pop(0)
+    return " ".join(words) or phrase
+
+
+def metric_phrases(remainder: str) -> list[str]:
+    """The metric phrases of a question: "CPU and memory used" → ["CPU", "memory used"]."""
+    parts = [p.strip(" .?!") for p in _PARTS.split(remainder) if p and p.strip(" .?!")]
+    return parts or [remainder]
 
 
 def parse_question(
@@ -160,11 +576,12 @@ def parse_question(
 ) -> MetricsQuery:
     """Translate a question into a `MetricsQuery` against the metrics this server has.
 
-    Raises `MetricsQueryFailure` (`parsing_error`, `metric_not_found`,
-    `invalid_time_range`) when the question cannot be answered as asked.
+    Several metrics ("CPU and memory used") become the query and its `also`; a metric the
+    question names that this server does not have is a `missing` part when another one is
+    answered, and `metric_not_found` when none is. Raises `MetricsQueryFailure`
+    (`parsing_error`, `metric_not_found`, `invalid_time_range`) when the question cannot be
+    answered as asked.
     """
-    from concerto.packs.metrics.match import closest_names, explicit_metric, rank
-
     if not question or not question.strip():
         raise MetricsQueryFailure(
             "parsing_error",
@@ -178,66 +595,47 @@ def parse_question(
             f"The time range is not valid: {parts.time_error}.",
             suggestion='Ask about a past window, e.g. "for the last hour" or "from 10:00 to 11:00".',
         )
-    # Filters and the window are cut out first: a host named `web_1` is not a metric.
-    metric, unknown = explicit_metric(parts.remainder, catalog)
-    if metric is None and unknown is not None and parts.operation == "query":
-        near = closest_names(unknown, list(catalog))
-        raise MetricsQueryFailure(
-            "metric_not_found",
-            f"There is no metric named '{unknown}'.",
-            suggestion=f"Did you mean {', '.join(near)}?"
-            if near
-            else 'Describe the quantity instead, e.g. "CPU usage" or "memory used".',
-            details={"metric": unknown, "closest": near},
-        )
-    step = parts.time_range.step_seconds
-    if metric is not None:
-        info = catalog[metric]
-        built = build_metric(metric, info.type, catalog, parts.filters, step, parts.aggregation, info.unit)
-        return _query(metric, parts, built.promql, built.metrics, built.unit, built.label)
-    phrase = parts.remainder or question
-    ranked = rank(phrase, catalog, embedder, candidates=candidates)
-    if not ranked or ranked[0].score < _min_score():
-        if parts.operation != "query":
+    phrases = metric_phrases(parts.remainder or question)
+    if len(phrases) > 1:
+        whole = resolve_phrase(parts.remainder, catalog, embedder, candidates)
+        split = [resolve_phrase(p, catalog, embedder, candidates) for p in phrases[: MAX_METRICS + 2]]
+        names = [r.name for r in split if r.name]
+        # "disk read and write throughput" may name one concept; split only when the parts differ.
+        if whole.name is not None and len(set(names)) <= 1 and not any(r.missing for r in split):
+            resolved = [whole]
+        else:
+            resolved = split
+    else:
+        resolved = [resolve_phrase(phrases[0], catalog, embedder, candidates)]
+    names = list(dict.fromkeys(r.name for r in resolved if r.name))[:MAX_METRICS]
+    alternatives = {r.name: r.alternatives for r in resolved if r.name}
+    missing = [r.missing for r in resolved if r.missing is not None]
+    if not names:
+        if parts.operation != "query":  # unsupported whatever the metric: validation says so
             return _query("unknown", parts, "", ["unknown"], "", "the metric")
-        if max((c.similarity for c in ranked), default=0.0) < _unrelated_score():
+        if missing:
+            first = next(r for r in resolved if r.missing is not None)
+            assert first.missing is not None
+            message = (
+                f"There is no metric named '{first.details['metric']}'."
+                if "metric" in first.details
+                else f"There is no metric for '{first.missing.part}' on this server: {first.missing.reason}."
+            )
             raise MetricsQueryFailure(
-                "parsing_error",
-                "Could not understand your query as a question about metrics.",
-                suggestion=f"Ask for example {EXAMPLES}.",
-                details={"phrase": phrase, "candidates": [(c.name, round(c.score, 3)) for c in ranked]},
+                "metric_not_found",
+                message,
+                suggestion=first.missing.suggestion,
+                details=first.details | {"missing": [m.model_dump() for m in missing]},
             )
-        near = [c.name for c in ranked[:3]]
         raise MetricsQueryFailure(
-            "metric_not_found",
-            f"No metric on this server matches '{phrase}'.",
-            suggestion=(
-                f"The closest are {', '.join(near)}; name one of them."
-                if near
-                else f"Ask about a metric this server collects, e.g. {EXAMPLES}."
-            ),
-            details={
-                "phrase": phrase,
-                "candidates": [(c.name, round(c.score, 3)) for c in ranked],
-            },
+            "parsing_error",
+            "Could not understand your query as a question about metrics.",
+            suggestion=f"Ask for example {EXAMPLES}.",
+            details={"phrase": parts.remainder, **(resolved[0].details if resolved else {})},
         )
-    best = ranked[0]
-    if best.concept is not None:
-        concept = CONCEPTS_BY_KEY[best.name]
-        parts.aggregation = parts.aggregation or concept.default_aggregation
-        concept_built = build_concept(concept, catalog, parts.filters, step, parts.aggregation)
-        if concept_built is not None:
-            return _query(
-                best.name,
-                parts,
-                concept_built.promql,
-                concept_built.metrics,
-                concept_built.unit,
-                concept_built.label,
-            )
-    info = catalog[best.name]
-    built = build_metric(best.name, info.type, catalog, parts.filters, step, parts.aggregation, info.unit)
-    return _query(best.name, parts, built.promql, built.metrics, built.unit, built.label)
+    queries = [compile_query(name, parts, catalog, alternatives.get(name, [])) for name in names]
+    first_query = queries[0]
+    return first_query.model_copy(update={"also": queries[1:], "missing": missing})
 
 
 def _min_score() -> float:
@@ -246,10 +644,75 @@ def _min_score() -> float:
     return MIN_SIMILARITY
 
 
-def _unrelated_score() -> float:
-    from concerto.packs.metrics.match import UNRELATED_SIMILARITY
+def compile_query(
+    name: str, parts: TextParts, catalog: Mapping[str, object], alternatives: Sequence[str] = ()
+) -> MetricsQuery:
+    """The `MetricsQuery` for a concept key or metric name, shaped as `parts` say."""
+    query = _query(name, parts, "", [name], "", "").model_copy(update={"alternatives": list(alternatives)})
+    return recompile(query, catalog)
 
-    return UNRELATED_SIMILARITY
+
+def metrics_of(name: str, catalog: Mapping[str, object]) -> list[str]:
+    """The metrics a concept key or metric name reads."""
+    concept = CONCEPTS_BY_KEY.get(name)
+    if concept is not None:
+        return concept.resolve(catalog) or []
+    return [name]
+
+
+def label_checked_metrics(query: MetricsQuery, catalog: Mapping[str, object]) -> list[str]:
+    """Every metric whose labels `check_labels` looks at: the ones read, and the alternatives'."""
+    names = [m for part in query.parts() for m in part.metrics]
+    names += [m for part in query.parts() for alt in part.alternatives for m in metrics_of(alt, catalog)]
+    return list(dict.fromkeys(names))
+
+
+def recompile(query: MetricsQuery, catalog: Mapping[str, object]) -> MetricsQuery:
+    """Build (again) the PromQL of `query` from its metric, filters, breakdown, ranking and
+    comparison: after labels the metric does not have were taken out, for instance."""
+    step = query.time_range.step_seconds
+    by = tuple(query.group_by)
+    concept = CONCEPTS_BY_KEY.get(query.metric_name)
+    aggregation = query.aggregation
+    built = None
+    baseline = None
+    offset = (
+        duration_text(query.comparison.offset_seconds) if query.comparison and query.comparison.offset_seconds else ""
+    )
+    if concept is not None:
+        aggregation = aggregation or concept.default_aggregation
+        built = build_concept(concept, catalog, query.filters, step, aggregation, by=by)
+        if built is not None and query.comparison is not None:
+            baseline = build_concept(concept, catalog, query.filters, step, aggregation, by=by, offset=offset)
+    if built is None:
+        info = catalog.get(query.metric_name)
+        mtype = getattr(info, "type", "unknown")
+        unit = getattr(info, "unit", "")
+        built = build_metric(query.metric_name, mtype, catalog, query.filters, step, aggregation, unit, by=by)
+        if query.comparison is not None:
+            baseline = build_metric(
+                query.metric_name, mtype, catalog, query.filters, step, aggregation, unit, by=by, offset=offset
+            )
+    promql = built.promql
+    if query.ranking is not None and by:
+        promql = ranked(
+            promql,
+            query.ranking.n,
+            query.ranking.order,
+            query.time_range.duration_seconds,
+            step,
+            aggregation,
+        )
+    return query.model_copy(
+        update={
+            "aggregation": aggregation,
+            "promql": promql,
+            "metrics": built.metrics,
+            "unit": built.unit,
+            "label": built.label,
+            "baseline_promql": baseline.promql if baseline is not None else "",
+        }
+    )
 
 
 def _query(name: str, parts: TextParts, promql: str, metrics: list[str], unit: str, label: str) -> MetricsQuery:
@@ -257,10 +720,83 @@ def _query(name: str, parts: TextParts, promql: str, metrics: list[str], unit: s
         metric_name=name,
         time_range=parts.time_range,
         aggregation=parts.aggregation,
-        filters=parts.filters,
+        filters=dict(parts.filters),
         operation=parts.operation,
         promql=promql,
         metrics=metrics,
         unit=unit,
         label=label,
+        group_by=list(parts.group_by),
+        ranking=parts.ranking if parts.group_by else None,
+        comparison=parts.comparison,
+        named_values={k: list(v) for k, v in parts.named_values.items()},
     )
+
+
+def check_labels(
+    query: MetricsQuery, labels_of: Mapping[str, Sequence[str]], catalog: Mapping[str, object]
+) -> MetricsQuery:
+    """`query` without the breakdown labels and filters its metrics do not have, each one a
+    `missing` part naming the labels they do have ("CPU usage by datacenter": CPU usage has
+    no label datacenter; its labels are cpu, instance, job, mode). Metrics whose labels are not
+    in `labels_of` are left as they are."""
+    parts: list[MetricsQuery] = []
+    missing = list(query.missing)
+    for part in query.parts():
+        known = [set(labels_of[m]) for m in part.metrics if m in labels_of]
+        if not known:
+            parts.append(part)
+            continue
+        common = set.intersection(*known)
+        wanted = set(part.group_by) | set(part.filters)
+        if not wanted <= common:
+            # "CPU time per mode": of the metrics the words could mean, the one with a mode label.
+            for alternative in part.alternatives:
+                reads = metrics_of(alternative, catalog)
+                if reads and all(m in labels_of and wanted <= set(labels_of[m]) for m in reads):
+                    switched = part.model_copy(
+                        update={"metric_name": alternative, "metrics": [alternative], "label": "", "also": []}
+                    )
+                    part = recompile(MetricsQuery.model_validate(switched.model_dump()), catalog)
+                    common = set.intersection(*(set(labels_of[m]) for m in reads))
+                    break
+        has = ", ".join(sorted(common)) or "none"
+        bad_by = [label for label in part.group_by if label not in common]
+        bad_filters = [label for label in part.filters if label not in common]
+        if not bad_by and not bad_filters:
+            parts.append(part)
+            continue
+        read_names = ", ".join(part.metrics)
+        for label in bad_by:
+            example = next(iter(sorted(common - {"job"})), "instance")
+            missing.append(
+                MissingPart(
+                    part=f"{part.label} by {label}",
+                    reason=f"{read_names} has no label '{label}'; its labels are {has}",
+                    error_type="invalid_query",
+                    suggestion=f'Break it down by one of its labels, e.g. "{part.label} by {example}".',
+                )
+            )
+        for label in bad_filters:
+            value = part.filters[label].lstrip("~")
+            missing.append(
+                MissingPart(
+                    part=f"{part.label} for {label} {value}",
+                    reason=f"{read_names} has no label '{label}', so the filter was not applied; its labels are {has}",
+                    error_type="invalid_query",
+                    suggestion=f"Filter on one of its labels: {has}.",
+                )
+            )
+        group_by = [label for label in part.group_by if label in common]
+        kept = part.model_copy(
+            update={
+                "group_by": group_by,
+                "ranking": part.ranking if group_by else None,
+                "filters": {k: v for k, v in part.filters.items() if k in common},
+                "named_values": {k: v for k, v in part.named_values.items() if k in common},
+                "also": [],
+                "missing": [],
+            }
+        )
+        parts.append(recompile(kept, catalog))
+    return parts[0].model_copy(update={"also": parts[1:], "missing": missing})

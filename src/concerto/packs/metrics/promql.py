@@ -4,14 +4,19 @@ People ask for "CPU usage", not for `node_cpu_seconds_total`; a concept is the c
 expression for such a phrase (a busy fraction by rate, used = total - available, a
 histogram quantile). A metric with no concept gets the expression its type calls
 for: a rate for counters, an aggregate for gauges, a quantile for histograms.
-Every expression returns one series, so one set of statistics describes it.
+
+Every expression is built through a `Shape`: the user's label filters, the `rate()`
+window, the labels to break the answer down by (`avg by (instance) (...)`: one series
+per value; none: one series) and an optional `offset` (the same expression a day or a
+week earlier, for comparisons). `ranked` keeps the top or bottom N series of an
+expression over the whole window.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from concerto.packs.metrics.models import QUANTILES, Aggregation
 
@@ -50,10 +55,42 @@ def selector(metric: str, filters: Mapping[str, str], defaults: Matchers | None 
     return f"{metric}{{{body}}}"
 
 
-def mean_of_histogram(name: str, filters: Mapping[str, str], w: str) -> str:
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """How an expression is shaped beyond its metric: filters, rate window, breakdown, offset.
+
+    `vec` and `rng` write a selector (a range for `rng`) with the user's filters over the
+    concept's defaults and the offset; `agg` writes an aggregation that keeps the breakdown
+    labels (`sum by (instance) (...)`), so every concept breaks down the same way.
+    """
+
+    filters: Mapping[str, str] = field(default_factory=dict)
+    window: str = "60s"
+    by: tuple[str, ...] = ()
+    offset: str = ""
+
+    def vec(self, metric: str, defaults: Matchers | None = None) -> str:
+        """An instant selector: `metric{...}` (with ` offset D` when shifted)."""
+        sel = selector(metric, self.filters, defaults)
+        return f"{sel} offset {self.offset}" if self.offset else sel
+
+    def rng(self, metric: str, defaults: Matchers | None = None) -> str:
+        """A range selector for `rate()` and friends: `metric{...}[w]` (with ` offset D`)."""
+        sel = f"{selector(metric, self.filters, defaults)}[{self.window}]"
+        return f"{sel} offset {self.offset}" if self.offset else sel
+
+    def agg(self, op: str, inner: str, keep: tuple[str, ...] = ()) -> str:
+        """`op(inner)`, or `op by (keep, breakdown labels) (inner)`."""
+        labels = tuple(dict.fromkeys((*keep, *self.by)))
+        return f"{op} by ({', '.join(labels)}) ({inner})" if labels else f"{op}({inner})"
+
+
+def mean_of_histogram(name: str, filters: Mapping[str, str] | Shape, w: str = "60s") -> str:
     """Mean of a histogram or summary: rate of its sum over rate of its count."""
-    total = f"sum(rate({selector(name + '_sum', filters)}[{w}]))"
-    return f"{total} / sum(rate({selector(name + '_count', filters)}[{w}]))"
+    shape = filters if isinstance(filters, Shape) else Shape(filters, w)
+    total = shape.agg("sum", f"rate({shape.rng(name + '_sum')})")
+    count = shape.agg("sum", f"rate({shape.rng(name + '_count')})")
+    return f"{total} / {count}"
 
 
 def quantile_name(aggregation: Aggregation | None) -> str:
@@ -92,7 +129,7 @@ class Concept:
     description: str
     unit: str
     requires: tuple[str, ...]
-    build: Callable[[list[str], Mapping[str, str], str, Aggregation | None], str]
+    build: Callable[[list[str], Shape, Aggregation | None], str]
     needs_bucket: bool = False
     default_aggregation: Aggregation | None = None  # e.g. uptime: the latest value matters
 
@@ -116,53 +153,64 @@ class Concept:
         return found
 
 
-def _cpu(m: list[str], f: Mapping[str, str], w: str, a: Aggregation | None) -> str:
-    idle = selector(m[0], f, {"mode": ("=", "idle")})
-    return f"100 * (1 - avg(rate({idle}[{w}])))"
+def _cpu(m: list[str], s: Shape, a: Aggregation | None) -> str:
+    if "mode" in s.by or "mode" in s.filters:  # the share of time in each mode asked for
+        return f"100 * {s.agg('avg', f'rate({s.rng(m[0])})')}"
+    idle = s.rng(m[0], {"mode": ("=", "idle")})
+    return f"100 * (1 - {s.agg('avg', f'rate({idle})')})"
 
 
-def _mem_used(m: list[str], f: Mapping[str, str], w: str, a: Aggregation | None) -> str:
-    return f"sum({selector(m[0], f)} - {selector(m[1], f)})"
+def _mem_used(m: list[str], s: Shape, a: Aggregation | None) -> str:
+    return s.agg("sum", f"{s.vec(m[0])} - {s.vec(m[1])}")
 
 
-def _mem_pct(m: list[str], f: Mapping[str, str], w: str, a: Aggregation | None) -> str:
-    return f"100 * (1 - sum({selector(m[1], f)}) / sum({selector(m[0], f)}))"
+def _mem_pct(m: list[str], s: Shape, a: Aggregation | None) -> str:
+    return f"100 * (1 - {s.agg('sum', s.vec(m[1]))} / {s.agg('sum', s.vec(m[0]))})"
 
 
 def _sum_rate(
     defaults: Matchers | None = None,
-) -> Callable[[list[str], Mapping[str, str], str, Aggregation | None], str]:
-    def build(m: list[str], f: Mapping[str, str], w: str, a: Aggregation | None) -> str:
-        return " + ".join(f"sum(rate({selector(name, f, defaults)}[{w}]))" for name in m)
+) -> Callable[[list[str], Shape, Aggregation | None], str]:
+    def build(m: list[str], s: Shape, a: Aggregation | None) -> str:
+        return " + ".join(s.agg("sum", f"rate({s.rng(name, defaults)})") for name in m)
 
     return build
 
 
-def _disk_pct(m: list[str], f: Mapping[str, str], w: str, a: Aggregation | None) -> str:
-    real = {"fstype": ("!~", "tmpfs|overlay|squashfs|ramfs|devtmpfs|nsfs")}
-    return f"100 * (1 - sum({selector(m[1], f, real)}) / sum({selector(m[0], f, real)}))"
+_REAL_FS: Matchers = {"fstype": ("!~", "tmpfs|overlay|squashfs|ramfs|devtmpfs|nsfs")}
 
 
-def _gauge(kind: str) -> Callable[[list[str], Mapping[str, str], str, Aggregation | None], str]:
-    def build(m: list[str], f: Mapping[str, str], w: str, a: Aggregation | None) -> str:
-        return f"{kind}({selector(m[0], f)})"
+def _disk_pct(m: list[str], s: Shape, a: Aggregation | None) -> str:
+    return f"100 * (1 - {s.agg('sum', s.vec(m[1], _REAL_FS))} / {s.agg('sum', s.vec(m[0], _REAL_FS))})"
+
+
+def _disk_free(m: list[str], s: Shape, a: Aggregation | None) -> str:
+    return s.agg("sum", s.vec(m[0], _REAL_FS))
+
+
+def _gauge(kind: str) -> Callable[[list[str], Shape, Aggregation | None], str]:
+    def build(m: list[str], s: Shape, a: Aggregation | None) -> str:
+        return s.agg(kind, s.vec(m[0]))
 
     return build
 
 
-def _latency(m: list[str], f: Mapping[str, str], w: str, a: Aggregation | None) -> str:
+def _latency(m: list[str], s: Shape, a: Aggregation | None) -> str:
     if a == "avg":
-        return mean_of_histogram(m[0], f, w)
+        return mean_of_histogram(m[0], s)
     q = QUANTILES.get(a or "p95", 0.95)
-    return f"histogram_quantile({q}, sum by (le) (rate({selector(m[0] + '_bucket', f)}[{w}])))"
+    buckets = s.agg("sum", f"rate({s.rng(m[0] + '_bucket')})", keep=("le",))
+    return f"histogram_quantile({q}, {buckets})"
 
 
-def _errors(m: list[str], f: Mapping[str, str], w: str, a: Aggregation | None) -> str:
-    return f"sum(rate({selector(m[0], f, {'code': ('=~', '5..')})}[{w}])) or vector(0)"
+def _errors(m: list[str], s: Shape, a: Aggregation | None) -> str:
+    rate = s.agg("sum", f"rate({s.rng(m[0], {'code': ('=~', '5..')})})")
+    # No 5xx series at all means no errors, not no data; a breakdown has no single zero.
+    return rate if s.by else f"{rate} or vector(0)"
 
 
-def _uptime(m: list[str], f: Mapping[str, str], w: str, a: Aggregation | None) -> str:
-    return f"min(time() - {selector(m[0], f)})"
+def _uptime(m: list[str], s: Shape, a: Aggregation | None) -> str:
+    return s.agg("min", f"time() - {s.vec(m[0])}")
 
 
 _NET = {"device": ("!~", "lo|veth.*|docker.*|br-.*")}
@@ -233,6 +281,14 @@ CONCEPTS: tuple[Concept, ...] = (
         _disk_pct,
     ),
     Concept(
+        "disk_space_available",
+        "Free disk space",
+        "Free disk space: bytes still available on filesystems, how much disk space is left",
+        "bytes",
+        ("node_filesystem_avail_bytes",),
+        _disk_free,
+    ),
+    Concept(
         "network_receive_throughput",
         "Network received",
         "Network traffic received: bytes received per second on network interfaces, inbound",
@@ -251,7 +307,7 @@ CONCEPTS: tuple[Concept, ...] = (
     Concept(
         "network_throughput",
         "Network throughput",
-        "Network throughput: total network traffic, bytes per second sent and received",
+        "Network throughput: total network traffic on network interfaces, bytes per second sent and received",
         "bytes/s",
         ("node_network_receive_bytes_total", "node_network_transmit_bytes_total"),
         _sum_rate(_NET),
@@ -325,6 +381,9 @@ def build_concept(
     filters: Mapping[str, str],
     step: int,
     aggregation: Aggregation | None,
+    *,
+    by: tuple[str, ...] = (),
+    offset: str = "",
 ) -> Built | None:
     """The concept's expression over the metrics in `names`; None when one is missing."""
     metrics = concept.resolve(names)
@@ -333,7 +392,10 @@ def build_concept(
     label = concept.label
     if concept.key == "request_latency":
         label = "Average request latency" if aggregation == "avg" else (f"{quantile_name(aggregation)} request latency")
-    promql = concept.build(metrics, filters, rate_window(step), aggregation)
+    if concept.key == "cpu_usage" and ("mode" in by or "mode" in filters):
+        label = "CPU time"  # the share of time spent in each mode, not the busy share
+    shape = Shape(filters, rate_window(step), by, offset)
+    promql = concept.build(metrics, shape, aggregation)
     return Built(promql=promql, metrics=metrics, unit=concept.unit, label=label)
 
 
@@ -367,45 +429,67 @@ def build_metric(
     step: int,
     aggregation: Aggregation | None,
     meta_unit: str = "",
+    *,
+    by: tuple[str, ...] = (),
+    offset: str = "",
 ) -> Built:
-    """The expression a raw metric's type calls for, as one series."""
-    w = rate_window(step)
+    """The expression a raw metric's type calls for: one series, or one per breakdown value."""
+    s = Shape(filters, rate_window(step), by, offset)
     label = name
     if mtype == "histogram" or (f"{name}_bucket" in names and mtype != "summary"):
         if aggregation == "avg":
-            promql = mean_of_histogram(name, filters, w)
+            promql = mean_of_histogram(name, s)
             label = f"average {name}"
         else:
             q = QUANTILES.get(aggregation or "p95", 0.95)
-            buckets = selector(name + "_bucket", filters)
-            promql = f"histogram_quantile({q}, sum by (le) (rate({buckets}[{w}])))"
+            buckets = s.agg("sum", f"rate({s.rng(name + '_bucket')})", keep=("le",))
+            promql = f"histogram_quantile({q}, {buckets})"
             label = f"{quantile_name(aggregation)} of {name}"
         return Built(promql, [name], unit_of(name, meta_unit), label)
     if mtype == "summary" or (f"{name}_count" in names and f"{name}_sum" in names):
         if aggregation in QUANTILES and name in names:
             q = QUANTILES[aggregation or "p50"]
-            promql = f"max({selector(name, filters, {'quantile': ('=', str(q))})})"
+            promql = s.agg("max", s.vec(name, {"quantile": ("=", str(q))}))
             label = f"{aggregation} {name}"
         else:
-            promql = mean_of_histogram(name, filters, w)
+            promql = mean_of_histogram(name, s)
             label = f"average {name}"
         return Built(promql, [name], unit_of(name, meta_unit), label)
     if mtype == "counter" or name.endswith("_total"):
         return Built(
-            f"sum(rate({selector(name, filters)}[{w}]))",
+            s.agg("sum", f"rate({s.rng(name)})"),
             [name],
             unit_of(name, meta_unit, rated=True),
             name,
         )
     if aggregation == "rate":
         return Built(
-            f"sum(deriv({selector(name, filters)}[{w}]))",
+            s.agg("sum", f"deriv({s.rng(name)})"),
             [name],
             unit_of(name, meta_unit, rated=True),
             f"change of {name}",
         )
     outer = {"sum": "sum", "max": "max", "min": "min", "count": "count"}.get(aggregation or "", "avg")
-    return Built(f"{outer}({selector(name, filters)})", [name], unit_of(name, meta_unit), name)
+    return Built(s.agg(outer, s.vec(name)), [name], unit_of(name, meta_unit), name)
+
+
+_OVER_TIME = {"max": "max_over_time", "min": "min_over_time", "last": "last_over_time", "sum": "sum_over_time"}
+
+
+def ranked(promql: str, n: int, order: str, duration_s: float, step: int, aggregation: Aggregation | None) -> str:
+    """Only the `n` series of `promql` with the highest (`top`) or lowest value over the whole
+    window: ranked once, on the statistic asked for (the average by default) over the window
+    that ends where the range query ends (`@ end()`), so every step keeps the same series.
+
+    (`topk` alone in a range query ranks each step anew and returns more than n series.)
+    """
+    window = f"[{round(duration_s)}s:{step}s] @ end()"
+    if aggregation in QUANTILES:
+        stat = f"quantile_over_time({QUANTILES[aggregation or 'p50']}, ({promql}){window})"
+    else:
+        stat = f"{_OVER_TIME.get(aggregation or '', 'avg_over_time')}(({promql}){window})"
+    k = "topk" if order == "top" else "bottomk"
+    return f"{promql} and {k}({n}, {stat})"
 
 
 METRIC_TOKEN = re.compile(r"\b[a-zA-Z_:][a-zA-Z0-9_:]*_[a-zA-Z0-9_:]+\b")

@@ -1,20 +1,35 @@
-"""Time windows said in words ("last hour", "since 2 hours ago", "yesterday") made absolute.
+"""Time windows said in words made absolute: durations, calendar periods and comparisons.
 
 Everything is relative to the caller's clock (`context.now`, fixed by `--now`), so the
-same question always gives the same window in tests. The step is chosen here too:
-a range query should return a readable number of points whatever the window.
+same question always gives the same window in tests. Three kinds of words are read:
+
+- durations, the pack's own: "the last hour", "past 90 days", "since 2 hours ago",
+  "since 9am", "from 10:00 to 11:00", "yesterday", "today", "now"; "the last month" and
+  "the past year" run back from now by the calendar (2025-06-15 12:00 → 2025-05-15 12:00);
+- calendar periods, read by the shared `concerto.nlp.periods` ("this year", "year to date",
+  "this quarter", "last quarter", "the first half of 2024", "H2", "since March", "in 2024",
+  "last month") plus weeks ("this week", "last week": Monday to Sunday). A period is the
+  window from its first day 00:00 to the end of its last day, cut at now;
+- shifts, which make a comparison: "vs the same hour yesterday", "compared to a week ago",
+  "week over week" (see `Shift`).
+
+The step is chosen here too: a range query should return a readable number of points
+whatever the window (Prometheus refuses more than 11,000; we ask for at most 250).
 """
 
 from __future__ import annotations
 
+import calendar
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 
 from concerto.nlp.numbers import number_words_pattern, word_number
+from concerto.nlp.periods import PeriodError, find_periods
 from concerto.packs.metrics.models import TimeRange
 
 DEFAULT_WINDOW = timedelta(hours=1)
+NOW_WINDOW = timedelta(minutes=5)
 TARGET_MAX_POINTS = 250
 # Steps people read easily; the smallest one giving at most TARGET_MAX_POINTS is used.
 _NICE_STEPS = (
@@ -62,38 +77,115 @@ _UNITS = {
     "weeks": 604800,
     "month": 2592000,
     "months": 2592000,
+    "quarter": 7776000,
+    "quarters": 7776000,
+    "year": 31536000,
+    "years": 31536000,
 }
+# Units counted on the calendar: how many months one of them is.
+_CALENDAR_MONTHS = {"month": 1, "months": 1, "quarter": 3, "quarters": 3, "year": 12, "years": 12}
 _UNIT_RE = "|".join(sorted(_UNITS, key=len, reverse=True))
+_WORD_UNIT_RE = "|".join(sorted((u for u in _UNITS if len(u) > 3 or u in ("day", "min", "sec")), key=len, reverse=True))
 _ARTICLES = {"a": 1, "an": 1}  # "over a day", "in the past an hour"
-_NUM = r"(?P<n>\d+(?:\.\d+)?|" + number_words_pattern(_ARTICLES) + r")"
+_NUM_WORDS = number_words_pattern(_ARTICLES)
+_NUM = r"(?P<n>\d+(?:\.\d+)?|" + _NUM_WORDS + r")"
 _CLOCK = (
     r"\d{4}-\d{2}-\d{2}(?:[ t]\d{1,2}:\d{2}(?::\d{2})?)?(?:z|[+-]\d{2}:?\d{2})?"
     r"|\d{1,2}(?::\d{2})?\s*(?:am|pm)?(?![\d-])"
 )
 
+# Durations: a number ("last 2 hours", "over the past 90 days", "in 30 minutes"), "past" or
+# "the last" without one ("the past week", "the last month"), or a unit shorter than a week
+# ("last hour", "last day"). "last week", "last month", "last year" without "the" are the
+# calendar periods (read below and by concerto.nlp.periods).
 _LAST_N = re.compile(
-    rf"\b(?:(?:last|past|previous|recent)\s+{_NUM}?"
+    rf"\b(?:(?:(?:the\s+)?(?:last|past|previous|recent|trailing|rolling)\s+{_NUM})"
+    rf"|(?:(?:the\s+)?(?:past|recent|trailing|rolling)|the\s+(?:last|previous))"
+    rf"|(?:last|previous)(?=\s+(?:s|sec|secs|second|seconds|m|min|mins|minute|minutes|h|hr|hrs|hour|hours|d|day|days)\b)"
     rf"|(?:over|in|within|for|during)\s+(?:the\s+)?{_NUM.replace('?P<n>', '?P<n2>')})"
     rf"\s*-?\s*(?P<u>{_UNIT_RE})\b",
     re.I,
 )
-_SINCE_AGO = re.compile(rf"\bsince\s+{_NUM}\s*(?P<u>{_UNIT_RE})\s+ago\b", re.I)
 _AGO = re.compile(rf"\b{_NUM}\s*(?P<u>{_UNIT_RE})\s+ago\b", re.I)
+_SINCE_AGO = re.compile(rf"\bsince\s+{_NUM}\s*(?P<u>{_UNIT_RE})\s+ago\b", re.I)
 _BETWEEN = re.compile(rf"\b(?:between|from)\s+(?P<a>{_CLOCK})\s+(?:and|to|until|-)\s+(?P<b>{_CLOCK})", re.I)
 _SINCE_CLOCK = re.compile(rf"\bsince\s+(?P<a>{_CLOCK})(?!\s*(?:{_UNIT_RE})\b)", re.I)
+_SINCE_YESTERDAY = re.compile(r"\bsince\s+yesterday\b", re.I)
+_YESTERDAY = re.compile(r"\byesterday\b", re.I)
+_TODAY = re.compile(r"\btoday(?:\s+so\s+far)?\b|\bthis\s+day\b", re.I)
+_WEEK = re.compile(r"\b(?P<which>this|current|last|previous|prior)\s+week(?:\s+so\s+far)?\b", re.I)
+_NOW = re.compile(r"\b(?:right\s+now|currently|current|at\s+the\s+moment|now)\b", re.I)
 _FUTURE = re.compile(r"\b(?:next|tomorrow|coming|upcoming|in\s+\d+\s+\w+\s+from\s+now)\b", re.I)
+
+# Shifts: "vs the same hour yesterday", "compared to a week ago", "than last month".
+_COMPARATOR = r"(?:vs\.?|versus|compared\s+(?:to|with)|in\s+comparison\s+(?:to|with)|against|than|relative\s+to)"
+_SAME = r"(?:(?:at|during|in|for|over)\s+)?the\s+same\s+(?P<same>" + _WORD_UNIT_RE + r"|time|period|window|hours)"
+_WHEN = (
+    r"(?P<when>yesterday|the\s+day\s+before|the\s+previous\s+day"
+    r"|(?:last|the\s+previous|the\s+prior)\s+(?P<cal>hour|day|week|month|quarter|year)"
+    r"|the\s+(?P<cal2>hour|day|week|month|quarter|year)\s+before"
+    r"|(?P<k>\d+(?:\.\d+)?|" + _NUM_WORDS + r")\s*(?P<ku>" + _UNIT_RE + r")\s+(?:ago|earlier|before))"
+)
+_COMPARATOR_RE = re.compile(rf"^\s*{_COMPARATOR}\s*", re.I)
+_SHIFT_COMPARED = re.compile(rf"\b{_COMPARATOR}\s+(?:{_SAME}\s+)?{_WHEN}\b", re.I)
+_SHIFT_SAME = re.compile(rf"\b{_SAME}\s+{_WHEN}\b", re.I)
+_OVER = re.compile(r"\b(?P<u>hour|day|week|month|quarter|year)[\s-]+(?:over|on)[\s-]+(?P=u)\b", re.I)
 
 
 class TimeParseError(ValueError):
-    """A window that cannot be used (end before start, in the future)."""
+    """A window that cannot be used (end before start, in the future, an impossible date)."""
 
 
 @dataclass(frozen=True, slots=True)
 class ParsedWindow:
-    """A window and the span of text it was read from (so the rest can be matched)."""
+    """A window and the span of text it was read from (so the rest can be matched).
+
+    `kind` says how it was named: `duration`, `calendar`, `now` ("right now": the last five
+    minutes) or `default` (no window named: the last hour).
+    """
 
     time_range: TimeRange
     span: tuple[int, int] | None
+    kind: str = "duration"
+
+
+@dataclass(frozen=True, slots=True)
+class Shift:
+    """A comparison with the same window earlier: `amount` `unit`s back.
+
+    `same` is the unit after "the same" ("the same hour yesterday"): when the question names
+    no window of its own ("CPU now vs the same hour yesterday"), the current window is the
+    last one of those.
+    """
+
+    amount: float
+    unit: str
+    span: tuple[int, int]
+    phrase: str
+    same: str | None = None
+
+    def back(self, moment: datetime) -> datetime:
+        """`moment` moved back by the shift (months and years on the calendar)."""
+        return minus(moment, self.amount, self.unit)
+
+    def baseline_expression(self) -> str:
+        """How the baseline reads: "the same hour yesterday", "the same window a week earlier"."""
+        said = _COMPARATOR_RE.sub("", self.phrase).strip()
+        if said.lower().startswith(("the same", "at the same", "during the same", "in the same")):
+            return said
+        name = unit_name(self.unit)
+        amount = "a" if self.amount == 1 and name != "hour" else ("an" if self.amount == 1 else f"{self.amount:g}")
+        plural = "s" if self.amount != 1 else ""
+        return f"the same window {amount} {name}{plural} earlier"
+
+
+@dataclass(slots=True)
+class Windows:
+    """Every window a question names, in the order written, and the shift it asks for."""
+
+    windows: list[ParsedWindow] = field(default_factory=list)
+    shift: Shift | None = None
+    spans: list[tuple[int, int]] = field(default_factory=list)
 
 
 def choose_step(duration_s: float) -> int:
@@ -115,22 +207,45 @@ def make_range(start: datetime, end: datetime, expression: str) -> TimeRange:
     )
 
 
-def _amount(match: re.Match[str]) -> float:
-    groups = match.groupdict()
-    raw = (groups.get("n") or groups.get("n2") or "1").lower()
-    value = word_number(raw, _ARTICLES)
+def minus(moment: datetime, amount: float, unit: str) -> datetime:
+    """`moment` minus `amount` units; whole months, quarters and years count on the calendar
+    (the day of month kept, or the month's last day: 31 March minus a month is 28 or 29 February)."""
+    unit = unit.lower()
+    months = _CALENDAR_MONTHS.get(unit)
+    if months is not None and float(amount).is_integer():
+        index = moment.year * 12 + moment.month - 1 - int(amount) * months
+        year, month = divmod(index, 12)
+        day = min(moment.day, calendar.monthrange(year, month + 1)[1])
+        return moment.replace(year=year, month=month + 1, day=day)
+    return moment - timedelta(seconds=amount * _UNITS[unit])
+
+
+def _amount(match: re.Match[str], *groups: str) -> float:
+    found = match.groupdict()
+    raw = next((found[g] for g in groups if found.get(g)), None) or "1"
+    value = word_number(raw.lower(), _ARTICLES)
     return float(value if value is not None else raw)
 
 
+_UNIT_NAMES = {
+    1: "second",
+    60: "minute",
+    3600: "hour",
+    86400: "day",
+    604800: "week",
+    2592000: "month",
+    7776000: "quarter",
+    31536000: "year",
+}
+
+
+def unit_name(unit: str) -> str:
+    """The singular name of a unit ("h" → "hour")."""
+    return _UNIT_NAMES[_UNITS[unit.lower()]]
+
+
 def _describe(amount: float, unit: str) -> str:
-    name = {
-        1: "second",
-        60: "minute",
-        3600: "hour",
-        86400: "day",
-        604800: "week",
-        2592000: "month",
-    }[_UNITS[unit.lower()]]
+    name = unit_name(unit)
     if amount == 1:
         return f"the last {name}"
     return f"the last {amount:g} {name}s"
@@ -140,7 +255,10 @@ def _clock(text: str, now: datetime) -> datetime:
     """An explicit time: ISO date/time, or a clock time today (yesterday if still ahead)."""
     text = text.strip().lower()
     if re.match(r"\d{4}-\d{2}-\d{2}", text):
-        value = datetime.fromisoformat(text.upper().replace(" ", "T"))
+        try:
+            value = datetime.fromisoformat(text.upper().replace(" ", "T"))
+        except ValueError as exc:
+            raise TimeParseError(f"'{text}' is not a date") from exc
         return value if value.tzinfo else value.replace(tzinfo=now.tzinfo or UTC)
     m = re.fullmatch(r"(\d{1,2})(?::(\d{2}))?\s*(am|pm)?", text)
     if m is None:
@@ -159,46 +277,26 @@ def _day_start(day: date, now: datetime) -> datetime:
     return datetime.combine(day, time(0), tzinfo=now.tzinfo or UTC)
 
 
-def parse_time_range(text: str, now: datetime) -> ParsedWindow:
-    """Read the window of a question; the last hour when it names none.
+def calendar_window(first: date, last: date, expression: str, now: datetime) -> TimeRange:
+    """Days `first`..`last` (inclusive) as a window: first day 00:00 to min(last day + 1, now)."""
+    start = _day_start(first, now)
+    end = min(_day_start(last + timedelta(days=1), now), now)
+    if start >= now:
+        raise TimeParseError(f"{expression} has not started yet; only past data can be queried")
+    return make_range(start, end, expression)
 
-    Raises `TimeParseError` for a window that ends before it starts or lies in the future.
-    """
-    if now.tzinfo is None:
-        now = now.replace(tzinfo=UTC)
-    if (m := _BETWEEN.search(text)) is not None:
-        start, end = _clock(m.group("a"), now), _clock(m.group("b"), now)
-        if end <= start:
-            raise TimeParseError(f"the window ends ({m.group('b')}) before it starts ({m.group('a')})")
-        return ParsedWindow(_checked(start, min(end, now), f"from {m.group('a')} to {m.group('b')}", now), m.span())
-    if (m := _SINCE_AGO.search(text)) is not None:
-        seconds = _amount(m) * _UNITS[m.group("u").lower()]
-        return ParsedWindow(
-            _checked(now - timedelta(seconds=seconds), now, _describe(_amount(m), m.group("u")), now),
-            m.span(),
-        )
-    if (m := _SINCE_CLOCK.search(text)) is not None and m.group("a").strip():
-        start = _clock(m.group("a"), now)
-        if start > now and not re.match(r"\d{4}-", m.group("a")):
-            start -= timedelta(days=1)
-        return ParsedWindow(_checked(start, now, f"since {m.group('a').strip()}", now), m.span())
-    if (m := re.search(r"\bsince\s+yesterday\b", text, re.I)) is not None:
-        start = _day_start(now.date() - timedelta(days=1), now)
-        return ParsedWindow(_checked(start, now, "since yesterday", now), m.span())
-    if (m := re.search(r"\byesterday\b", text, re.I)) is not None:
-        start = _day_start(now.date() - timedelta(days=1), now)
-        return ParsedWindow(_checked(start, start + timedelta(days=1), "yesterday", now), m.span())
-    if (m := re.search(r"\btoday\b|\bthis\s+day\b", text, re.I)) is not None:
-        return ParsedWindow(_checked(_day_start(now.date(), now), now, "today", now), m.span())
-    if (m := _LAST_N.search(text)) is not None:
-        amount, unit = _amount(m), m.group("u")
-        seconds = amount * _UNITS[unit.lower()]
-        return ParsedWindow(_checked(now - timedelta(seconds=seconds), now, _describe(amount, unit), now), m.span())
-    if (m := re.search(r"\b(?:right\s+now|currently|current|at the moment|now)\b", text, re.I)) is not None:
-        return ParsedWindow(make_range(now - timedelta(minutes=5), now, "the last 5 minutes"), m.span())
-    if (m := _FUTURE.search(text)) is not None:
-        raise TimeParseError(f"'{m.group(0)}' is in the future; only past data can be queried")
-    return ParsedWindow(make_range(now - DEFAULT_WINDOW, now, "the last hour"), None)
+
+_RELATIVE = re.compile(
+    r"^(?:this|current|last|previous|prior|past|since|from|between|year|quarter|month|so|ytd|qtd|mtd)\b", re.I
+)
+
+
+def _said(phrase: str, first: date, last: date) -> str:
+    """How a calendar period reads in an answer: as written, with its dates when the phrase
+    names neither a year nor a relation to today ("H2" → "H2 (2024-07-01 to 2024-12-31)")."""
+    if re.search(r"\b(?:19|20|21)\d{2}\b", phrase) or _RELATIVE.match(phrase):
+        return phrase
+    return f"{phrase} ({first.isoformat()} to {last.isoformat()})"
 
 
 def _checked(start: datetime, end: datetime, expression: str, now: datetime) -> TimeRange:
@@ -209,4 +307,178 @@ def _checked(start: datetime, end: datetime, expression: str, now: datetime) -> 
     return make_range(start, end, expression)
 
 
-__all__ = ["ParsedWindow", "TimeParseError", "choose_step", "make_range", "parse_time_range"]
+def _masked(text: str, spans: list[tuple[int, int]]) -> str:
+    """`text` with the spans blanked out (positions kept), so later readers skip them."""
+    chars = list(text)
+    for start, end in spans:
+        chars[start:end] = " " * (end - start)
+    return "".join(chars)
+
+
+_COMPARED_WORDS = re.compile(r"\b(?:compared\s+(?:to|with)|relative\s+to|against|than)\b", re.I)
+
+
+def _for_periods(text: str) -> str:
+    """`text` with comparison words written as "versus", padded to the same length.
+
+    The shared period reader takes a bare month name ("March") as a month only after a word
+    such as "in" or "vs" ("May" is also a verb); "compared to February" means the month too.
+    """
+    return _COMPARED_WORDS.sub(
+        lambda m: "versus".rjust(len(m.group(0))) if len(m.group(0)) >= 6 else "vs".rjust(len(m.group(0))), text
+    )
+
+
+def _overlaps(span: tuple[int, int], taken: list[tuple[int, int]]) -> bool:
+    return any(span[0] < end and start < span[1] for start, end in taken)
+
+
+def _shift(text: str) -> Shift | None:
+    """The comparison shift the question asks for, if any."""
+    for pattern in (_SHIFT_COMPARED, _SHIFT_SAME):
+        m = pattern.search(text)
+        if m is None:
+            continue
+        same = (m.group("same") or "").lower() or None
+        if same is not None and same not in _UNITS:
+            same = None  # "the same time/period": the current window stays as named
+        if m.group("cal") or m.group("cal2"):
+            unit, amount = (m.group("cal") or m.group("cal2")).lower(), 1.0
+        elif m.group("ku"):
+            unit, amount = m.group("ku").lower(), _amount(m, "k")
+        else:  # yesterday, the day before
+            unit, amount = "day", 1.0
+        if amount <= 0:
+            continue
+        return Shift(amount, unit, m.span(), m.group(0).strip(), same)
+    m = _OVER.search(text)
+    if m is not None:
+        return Shift(1.0, m.group("u").lower(), m.span(), m.group(0).strip())
+    return None
+
+
+def read_windows(text: str, now: datetime) -> Windows:
+    """Every window named in `text` (in the order written) and the comparison shift.
+
+    Raises `TimeParseError` for a window that ends before it starts, lies in the future or
+    names an impossible date.
+    """
+    if now.tzinfo is None:
+        now = now.replace(tzinfo=UTC)
+    found: list[ParsedWindow] = []
+    taken: list[tuple[int, int]] = []
+    shift = _shift(text)
+    if shift is not None:
+        taken.append(shift.span)
+
+    def add(window: TimeRange, span: tuple[int, int], kind: str = "duration") -> None:
+        found.append(ParsedWindow(window, span, kind))
+        taken.append(span)
+
+    def scan(pattern: re.Pattern[str]) -> list[re.Match[str]]:
+        return [m for m in pattern.finditer(_masked(text, taken)) if not _overlaps(m.span(), taken)]
+
+    for m in scan(_BETWEEN):
+        start, end = _clock(m.group("a"), now), _clock(m.group("b"), now)
+        if end <= start:
+            raise TimeParseError(f"the window ends ({m.group('b')}) before it starts ({m.group('a')})")
+        add(_checked(start, min(end, now), f"from {m.group('a')} to {m.group('b')}", now), m.span())
+    for m in scan(_SINCE_AGO):
+        amount = _amount(m, "n")
+        add(_checked(minus(now, amount, m.group("u")), now, _describe(amount, m.group("u")), now), m.span())
+    for m in scan(_LAST_N):
+        amount, unit = _amount(m, "n", "n2"), m.group("u")
+        if amount <= 0:
+            raise TimeParseError(f"'{m.group(0).strip()}' is an empty window")
+        add(_checked(minus(now, amount, unit), now, _describe(amount, unit), now), m.span())
+    for m in scan(_AGO):  # "CPU usage 2 hours ago": the few minutes up to that moment
+        amount = _amount(m, "n")
+        moment = minus(now, amount, m.group("u"))
+        said = f"{amount:g} {unit_name(m.group('u'))}{'s' if amount != 1 else ''} ago"
+        add(_checked(moment - NOW_WINDOW, moment, said, now), m.span())
+    for m in scan(_SINCE_CLOCK):
+        if not m.group("a").strip():
+            continue
+        start = _clock(m.group("a"), now)
+        if start > now and not re.match(r"\d{4}-", m.group("a")):
+            start -= timedelta(days=1)
+        add(_checked(start, now, f"since {m.group('a').strip()}", now), m.span())
+    for m in scan(_SINCE_YESTERDAY):
+        add(_checked(_day_start(now.date() - timedelta(days=1), now), now, "since yesterday", now), m.span())
+    for m in scan(_YESTERDAY):
+        start = _day_start(now.date() - timedelta(days=1), now)
+        add(_checked(start, min(start + timedelta(days=1), now), "yesterday", now), m.span(), "calendar")
+    for m in scan(_TODAY):
+        add(_checked(_day_start(now.date(), now), now, "today", now), m.span(), "calendar")
+    for m in scan(_WEEK):
+        monday = now.date() - timedelta(days=now.weekday())
+        if m.group("which").lower() in ("this", "current"):
+            add(calendar_window(monday, now.date(), "this week", now), m.span(), "calendar")
+        else:
+            first = monday - timedelta(days=7)
+            add(calendar_window(first, first + timedelta(days=6), "last week", now), m.span(), "calendar")
+    try:
+        periods = find_periods(_for_periods(_masked(text, taken)), now.date())
+    except PeriodError as exc:
+        raise TimeParseError(f"'{exc.phrase}' cannot be read: {exc.reason}") from None
+    for period in periods:
+        if not _overlaps(period.span, taken):
+            add(
+                calendar_window(period.first, period.last, _said(period.phrase, period.first, period.last), now),
+                period.span,
+                "calendar",
+            )
+    if not found:
+        for m in scan(_NOW):
+            add(make_range(now - NOW_WINDOW, now, "the last 5 minutes"), m.span(), "now")
+            break
+    future = None if found else _FUTURE.search(_masked(text, taken))
+    if future is not None:
+        raise TimeParseError(f"'{future.group(0)}' is in the future; only past data can be queried")
+    found.sort(key=lambda w: w.span[0] if w.span else 0)
+    return Windows(found, shift, sorted(taken))
+
+
+def parse_time_range(text: str, now: datetime) -> ParsedWindow:
+    """The first window a text names; the last hour when it names none.
+
+    Raises `TimeParseError` for a window that ends before it starts or lies in the future.
+    """
+    if now.tzinfo is None:
+        now = now.replace(tzinfo=UTC)
+    windows = read_windows(text, now).windows
+    if windows:
+        return windows[0]
+    return ParsedWindow(make_range(now - DEFAULT_WINDOW, now, "the last hour"), None, "default")
+
+
+def last(amount: float, unit: str, now: datetime) -> TimeRange:
+    """The window of the last `amount` `unit`s up to now."""
+    return make_range(minus(now, amount, unit), now, _describe(amount, unit))
+
+
+def duration_text(seconds: float) -> str:
+    """A PromQL duration for `seconds`, in the largest unit that divides it (1d, 90m, 45s)."""
+    whole = round(seconds)
+    for suffix, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if whole % size == 0:
+            return f"{whole // size}{suffix}"
+    return f"{whole}s"
+
+
+__all__ = [
+    "DEFAULT_WINDOW",
+    "ParsedWindow",
+    "Shift",
+    "TimeParseError",
+    "Windows",
+    "calendar_window",
+    "choose_step",
+    "duration_text",
+    "last",
+    "make_range",
+    "minus",
+    "parse_time_range",
+    "read_windows",
+    "unit_name",
+]
