@@ -215,10 +215,14 @@ def _named_month(m: re.Match[str], today: date) -> Found:
 
 
 def _iso_month(m: re.Match[str], today: date) -> Found:
+    """ "2025-03" is the month; "2025-03-14" is that day (a pack counting months takes its month)."""
     year, month = int(m["y"]), _checked_month(m["mo"])
     last = month_end(year, month)
     if m["d"] and not 1 <= int(m["d"]) <= last.day:
         raise ValueError(f"day must be in 1..{last.day} for {calendar.month_name[month]} {year}")
+    if m["d"]:
+        day = date(year, month, int(m["d"]))
+        return day, day, None, False
     return month_start(year, month), last, None, False
 
 
