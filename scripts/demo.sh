@@ -31,23 +31,48 @@ ask "segment customers by sales value, then show the sales trend of each segment
 # to get them and goes on.
 metrics_pid=""
 metrics_out=""
+policy=/usr/sbin/policy-rc.d
+policy_saved=""
+policy_ours=""
+restore_policy() {  # put back the policy-rc.d there was (or none) after the install
+    if [ -n "$policy_ours" ]; then
+        if [ -n "$policy_saved" ]; then mv -f "$policy_saved" "$policy"; else rm -f "$policy"; fi
+        policy_ours=""
+    fi
+    return 0
+}
 stop_metrics() {
     if [ -n "$metrics_pid" ] && kill -0 "$metrics_pid" 2>/dev/null; then
         kill -TERM "$metrics_pid" 2>/dev/null || true  # a script's background job ignores SIGINT
         wait "$metrics_pid" 2>/dev/null || true
     fi
+    metrics_pid=""
     [ -n "$metrics_out" ] && rm -f "$metrics_out"
     return 0
 }
-trap stop_metrics EXIT
+trap 'stop_metrics; restore_policy' EXIT
 if ! command -v prometheus >/dev/null || ! command -v prometheus-node-exporter >/dev/null; then
     if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
         echo
         echo "installing prometheus and prometheus-node-exporter (apt) for the metrics question ..."
-        DEBIAN_FRONTEND=noninteractive apt-get update -qq \
+        # The packages start and enable prometheus.service (:9090) and the node exporter
+        # (:9100); this demo runs its own on free ports. A policy-rc.d that answers 101 keeps
+        # the services from starting during the install; they are disabled afterwards when
+        # systemd runs, so nothing stays up or starts at the next boot.
+        if [ -e "$policy" ]; then policy_saved=$(mktemp) && cp -p "$policy" "$policy_saved"; fi
+        policy_ours=1
+        printf '#!/bin/sh\n# written by concerto scripts/demo.sh during its apt install\nexit 101\n' >"$policy"
+        chmod 755 "$policy"
+        if DEBIAN_FRONTEND=noninteractive apt-get update -qq \
             && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-                prometheus prometheus-node-exporter >/dev/null \
-            || echo "(apt-get install failed)"
+                prometheus prometheus-node-exporter >/dev/null; then
+            if [ -d /run/systemd/system ] && command -v systemctl >/dev/null; then
+                systemctl disable --now prometheus.service prometheus-node-exporter.service >/dev/null 2>&1 || true
+            fi
+        else
+            echo "(apt-get install failed)"
+        fi
+        restore_policy
     fi
 fi
 if command -v prometheus >/dev/null && command -v prometheus-node-exporter >/dev/null; then
@@ -55,7 +80,9 @@ if command -v prometheus >/dev/null && command -v prometheus-node-exporter >/dev
     "$c" metrics local --temp --port 0 --scrape-interval 1 >"$metrics_out" 2>&1 &
     metrics_pid=$!
     url=""
-    for _ in $(seq 1 120); do  # the command prints the URL once the first scrapes are in
+    # The command prints the URL once the first scrapes are in, or exits when it cannot
+    # start (after its own wait): wait for whichever comes first, however long it takes.
+    while :; do
         url=$(sed -n 's/^export CONCERTO_PROMETHEUS_URL=//p' "$metrics_out")
         [ -n "$url" ] && break
         kill -0 "$metrics_pid" 2>/dev/null || break
@@ -65,8 +92,11 @@ if command -v prometheus >/dev/null && command -v prometheus-node-exporter >/dev
         sleep 5  # a few more scrapes, so the rates have several points
         echo
         echo "\$ concerto metrics local   # Prometheus + node exporter of this machine at $url"
-        CONCERTO_PROMETHEUS_URL="$url" ask "show CPU usage for the last hour"
-        CONCERTO_PROMETHEUS_URL="$url" ask "CPU usage per mode"
+        for question in "show CPU usage for the last hour" "CPU usage per mode"; do
+            # a metrics question that fails is reported, and the demo goes on
+            CONCERTO_PROMETHEUS_URL="$url" ask "$question" \
+                || echo "(the metrics question failed with exit status $?; the reason is printed above)"
+        done
     else
         echo "(the local Prometheus did not start:)"; cat "$metrics_out"
     fi

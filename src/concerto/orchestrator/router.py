@@ -318,9 +318,7 @@ def _most_specific(found: dict[str, list[str]]) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for name, terms in found.items():
         kept = [
-            t
-            for t in terms
-            if not any(other != name and words_of[(name, t)] < w for (other, _), w in words_of.items())
+            t for t in terms if not any(other != name and words_of[(name, t)] < w for (other, _), w in words_of.items())
         ]
         if kept:
             out[name] = kept

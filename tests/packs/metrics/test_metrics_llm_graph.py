@@ -49,7 +49,7 @@ async def test_llm_reply_is_validated_and_built_into_promql(prom_settings: Setti
         "operation": "query",
     }
     llm = ScriptedLLM([json.dumps(reply)])
-    out = await _run(_context(prom_settings, shared_embedder, llm), "How hot did the CPUs run lately?")
+    out = await _run(_context(prom_settings, shared_embedder, llm), "How busy were the CPUs lately?")
     assert out["metric_name"] == "cpu_usage"
     assert out["aggregation"] == "max"
     assert out["promql"] == '100 * (1 - avg(rate(node_cpu_seconds_total{mode="idle"}[60s])))'
@@ -57,7 +57,45 @@ async def test_llm_reply_is_validated_and_built_into_promql(prom_settings: Setti
     assert str(out["summary"]).startswith("CPU usage peaked at ")
     prompt = llm.calls[0][-1].content
     assert "cpu_usage:" in prompt and "Current time:" in prompt
-    assert "How hot did the CPUs run lately?" in prompt
+    assert "How busy were the CPUs lately?" in prompt
+
+
+async def test_the_models_metric_must_measure_every_word(prom_settings: Settings, shared_embedder: Embedder) -> None:
+    """The model's choice is held to the reader's rule: "how hot" is a temperature, which CPU
+    usage does not measure, so the answer is metric_not_found, not CPU usage."""
+    reply = {"metrics": ["cpu_usage"], "window": "last 30 minutes"}
+    with pytest.raises(AgentFailure) as info:
+        await _run(_context(prom_settings, shared_embedder, ScriptedLLM([json.dumps(reply)])), "How hot is the CPU?")
+    assert info.value.error_type == "metric_not_found" and "hot" in str(info.value)
+
+
+async def test_every_metric_the_model_names_is_answered(prom_settings: Settings, shared_embedder: Embedder) -> None:
+    reply = {"metrics": ["cpu_usage", "memory_used"], "window": "last 10 minutes"}
+    llm = ScriptedLLM([json.dumps(reply)])
+    out = await _run(_context(prom_settings, shared_embedder, llm), "CPU and memory used")
+    assert out["metric_name"] == "cpu_usage"
+    assert [q["metric_name"] for q in out["queries"]] == ["cpu_usage", "memory_used"]  # type: ignore[index]
+    assert out["time_range"]["expression"] == "the last 10 minutes"  # type: ignore[index]
+
+
+async def test_a_model_choosing_one_metric_of_two_still_answers_both(
+    prom_settings: Settings, shared_embedder: Embedder
+) -> None:
+    """A model that returns CPU alone for "CPU and memory used": memory used is matched by
+    the reader, not silently dropped."""
+    reply = {"metrics": ["cpu_usage"]}
+    out = await _run(_context(prom_settings, shared_embedder, ScriptedLLM([json.dumps(reply)])), "CPU and memory used")
+    assert [q["metric_name"] for q in out["queries"]] == ["cpu_usage", "memory_used"]  # type: ignore[index]
+
+
+@pytest.mark.parametrize("window", ["the blue moon", "last Tuesday"])
+async def test_an_unreadable_model_window_is_invalid_time_range(
+    prom_settings: Settings, shared_embedder: Embedder, window: str
+) -> None:
+    reply = {"metrics": ["cpu_usage"], "window": window}
+    with pytest.raises(AgentFailure) as info:
+        await _run(_context(prom_settings, shared_embedder, ScriptedLLM([json.dumps(reply)])), "CPU usage")
+    assert info.value.error_type == "invalid_time_range"
 
 
 async def test_llm_reply_in_code_fences_with_a_raw_metric(prom_settings: Settings, shared_embedder: Embedder) -> None:
@@ -121,11 +159,19 @@ async def test_anomalies_stay_unsupported_when_the_llm_misses_them(
 
 
 async def test_llm_naming_an_unknown_metric(prom_settings: Settings, shared_embedder: Embedder) -> None:
-    reply = '{"metric": "node_cpu_seconds", "window": "last hour"}'
+    reply = '{"metrics": ["node_cpu_seconds"], "window": "last hour"}'
     with pytest.raises(AgentFailure) as info:
-        await _run(_context(prom_settings, shared_embedder, ScriptedLLM([reply])), "cpu seconds")
+        await _run(_context(prom_settings, shared_embedder, ScriptedLLM([reply])), "node_cpu_seconds")
     assert info.value.error_type == "metric_not_found"
     assert info.value.suggestion is not None and "node_cpu_seconds_total" in info.value.suggestion
+
+
+async def test_a_made_up_name_gives_way_to_the_readers_match(
+    prom_settings: Settings, shared_embedder: Embedder
+) -> None:
+    reply = '{"metric": "node_cpu_seconds", "window": "last hour"}'  # the old one-metric reply still reads
+    out = await _run(_context(prom_settings, shared_embedder, ScriptedLLM([reply])), "cpu seconds")
+    assert str(out["metric_name"]).endswith("cpu_seconds_total") and not out["missing"]
 
 
 async def test_llm_unavailable_falls_back_to_the_deterministic_parser(

@@ -56,24 +56,27 @@ def local(port: int, scrape_interval: int, storage: Path | None, temp: bool, ret
     if port and not port_is_free(port):
         click.echo(f"port {port} is in use; taking a free one", err=True)
         port = 0
-    if temp:
-        workdir = Path(tempfile.mkdtemp(prefix="concerto-prom-"))
-    else:
-        workdir = storage or Settings().data_dir / "metrics" / "local-prometheus"
 
     def stop_on(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, stop_on)
-    server = LocalPrometheus(
-        scrape_interval_s=scrape_interval, workdir=workdir, port=port, retention=retention, die_with_parent=True
-    )
-    click.echo(f"starting Prometheus and the node exporter (data in {workdir}) ...", err=True)
+    workdir = storage or Settings().data_dir / "metrics" / "local-prometheus"
+    server: LocalPrometheus | None = None
+    tempdir: Path | None = None
+    # Everything from here on is undone in `finally`, also when start() fails or is
+    # interrupted: the processes stopped and a --temp directory removed.
     try:
-        server.start(wait_for_data_s=max(60.0, 4.0 * scrape_interval))
-    except LocalPrometheusError as exc:
-        raise click.ClickException(str(exc)) from None
-    try:
+        if temp:
+            workdir = tempdir = Path(tempfile.mkdtemp(prefix="concerto-prom-"))
+        server = LocalPrometheus(
+            scrape_interval_s=scrape_interval, workdir=workdir, port=port, retention=retention, die_with_parent=True
+        )
+        click.echo(f"starting Prometheus and the node exporter (data in {workdir}) ...", err=True)
+        try:
+            server.start(wait_for_data_s=max(60.0, 4.0 * scrape_interval))
+        except LocalPrometheusError as exc:
+            raise click.ClickException(str(exc)) from None
         click.echo(
             f"Prometheus {server.url} scrapes the node exporter on {server.exporter_target} every {scrape_interval} s."
         )
@@ -86,8 +89,9 @@ def local(port: int, scrape_interval: int, storage: Path | None, temp: bool, ret
     except KeyboardInterrupt:
         click.echo("stopping", err=True)
     finally:
-        server.stop()
-        if temp:
+        if server is not None:
+            server.stop()
+        if tempdir is not None:
             import shutil
 
-            shutil.rmtree(workdir, ignore_errors=True)
+            shutil.rmtree(tempdir, ignore_errors=True)

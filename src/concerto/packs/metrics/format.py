@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from concerto.packs.metrics.models import (
     QUANTILES,
     AggregationStats,
+    Combined,
     DataPoint,
     MetricsQuery,
     MetricsQueryResult,
@@ -24,6 +25,7 @@ from concerto.packs.metrics.models import (
     RunQuery,
     SeriesComparison,
     SeriesResult,
+    TimeRange,
 )
 
 if TYPE_CHECKING:
@@ -73,13 +75,21 @@ def merge_series(series: Sequence[Series], combine: str = "avg") -> list[tuple[f
     return [(t, v) for t, v in samples if math.isfinite(v)]
 
 
-def headline(query: MetricsQuery, values: Sequence[float], stats: AggregationStats | None) -> float | None:
-    """The number the question asks for: the statistic its aggregation names."""
+def headline(
+    query: MetricsQuery, values: Sequence[float], stats: AggregationStats | None, duration_s: float | None = None
+) -> float | None:
+    """The number the question asks for: the statistic its aggregation names.
+
+    `duration_s` is the length of the window the values cover (default the query's current
+    window): a total of a rate is its mean times that length, so February's total is taken
+    over February's 28 days, not March's 31.
+    """
     if stats is None:
         return None
     agg = query.aggregation
     if agg == "sum" and query.unit.endswith("/s"):
-        return stats.mean * query.time_range.duration_seconds  # a rate summed over time is a total
+        length = query.time_range.duration_seconds if duration_s is None else duration_s
+        return stats.mean * length  # a rate summed over time is a total
     if agg in QUANTILES and "histogram_quantile" not in query.promql:
         return percentile(sorted(values), QUANTILES[agg])
     return {"min": stats.min, "max": stats.max, "sum": stats.sum, "last": stats.last}.get(agg or "", stats.mean)
@@ -101,6 +111,10 @@ def _labels(series: Series) -> dict[str, str]:
 
 def _series_result(part: MetricsQuery, planned: PlannedQuery, series: Series) -> SeriesResult:
     samples = [(t, v) for t, v in series.samples if math.isfinite(v)]
+    if planned.role == "baseline" and part.comparison is not None and part.comparison.offset_seconds:
+        # run with `offset` over the current window: the values are from the baseline window,
+        # their timestamps are the current window's; put them back where they were measured
+        samples = [(t - part.comparison.offset_seconds, v) for t, v in samples]
     values = [v for _, v in samples]
     stats = statistics(values)
     return SeriesResult(
@@ -114,9 +128,16 @@ def _series_result(part: MetricsQuery, planned: PlannedQuery, series: Series) ->
         datapoints=[DataPoint(timestamp=datetime.fromtimestamp(t, UTC), value=v) for t, v in samples],
         datapoint_count=len(samples),
         statistics=stats,
-        value=headline(part, values, stats),
+        value=headline(part, values, stats, _measured_window(part, planned).duration_seconds),
         is_empty=not samples,
     )
+
+
+def _measured_window(part: MetricsQuery, planned: PlannedQuery) -> TimeRange:
+    """The window a planned query's values were measured over (the baseline's own window)."""
+    if planned.role == "baseline" and part.comparison is not None:
+        return part.comparison.baseline
+    return planned.time_range
 
 
 def _baseline_window(part: MetricsQuery) -> str:
@@ -251,10 +272,12 @@ def build_result(
             primary = [s for p, r in mine if p.role == "current" for s in r]
             if part.ranking is not None:
                 primary = [s for s in primary if tuple(sorted(_labels(s).items())) in kept]
-    samples = merge_series(primary, "sum" if query.aggregation == "sum" else "avg") if primary else []
+    combined = combination(query, len(primary))
+    samples = merge_series(primary, "sum" if combined == "sum" else "avg") if primary else []
     points = [DataPoint(timestamp=datetime.fromtimestamp(t, UTC), value=v) for t, v in samples]
     values = [v for _, v in samples]
     stats = statistics(values)
+    value = headline(query, values, stats) if combined != "mean" else None
     return MetricsQueryResult(
         metric_name=query.metric_name,
         label=query.label,
@@ -268,7 +291,8 @@ def build_result(
         series_count=len(primary),
         statistics=stats,
         is_empty=not points,
-        value=headline(query, values, stats),
+        value=value,
+        combined=combined,
         source="grafana" if source == "grafana" else "prometheus",
         group_by=query.group_by,
         ranking=query.ranking,
@@ -278,6 +302,23 @@ def build_result(
         missing=_unique(missing),
         data_start=coverage.data_start,
     )
+
+
+def additive(unit: str) -> bool:
+    """Whether values in `unit` add up across series (bytes, rates, counts), unlike a share
+    in %, a latency or a load average."""
+    return unit in ("bytes", "count") or unit.endswith("/s")
+
+
+def combination(query: MetricsQuery, series: int) -> Combined:
+    """How the top-level series of an answer combines the series returned: `single` (one),
+    `sum` (a breakdown of an additive quantity, or a total asked for) or `mean` (a breakdown of
+    a share or level: the mean is only a shape, so the top-level `value` is left unset)."""
+    if series <= 1:
+        return "single"
+    if query.aggregation == "sum" or additive(query.unit):
+        return "sum"
+    return "mean" if query.group_by else "single"
 
 
 def _unique(parts: list[MissingPart]) -> list[MissingPart]:

@@ -17,6 +17,9 @@ Aggregation = Literal["avg", "min", "max", "sum", "count", "rate", "last", "p50"
 Operation = Literal["query", "anomaly_detection", "forecast", "correlation"]
 """What the question asks to do; only `query` is supported (the others are future nodes)."""
 
+Combined = Literal["single", "sum", "mean"]
+"""How an answer's top-level series combines the series returned (see `MetricsQueryResult.combined`)."""
+
 Role = Literal["current", "baseline"]
 """Which window of a comparison a series belongs to; a plain question has only `current`."""
 
@@ -253,7 +256,17 @@ class MetricsQueryResult(BaseModel):
     series_count: int = Field(0, ge=0, description="Series returned before aggregation into one")
     statistics: AggregationStats | None = None
     is_empty: bool
-    value: float | None = Field(None, description="The number the question asks for (the headline)")
+    value: float | None = Field(
+        None,
+        description="The number the question asks for (the headline); for a breakdown the total across its "
+        "series when the quantity adds up (bytes, rates), unset otherwise (see `combined`)",
+    )
+    combined: Combined = Field(
+        "single",
+        description="How the top-level points combine the series: `single` (one series), `sum` (added up: "
+        "a breakdown of bytes or rates), `mean` (the mean of a breakdown of shares or levels, a shape only: "
+        "`value` is unset, each series has its own in `series`)",
+    )
     source: Literal["prometheus", "grafana"] = "prometheus"
     group_by: list[str] = Field(default_factory=list, description="Labels the series are broken down by")
     ranking: Ranking | None = None
@@ -319,3 +332,19 @@ class MetricsQueryFailure(Exception):
 def initial_state(user_query: str) -> MetricsQueryState:
     """The state a caller passes in: only the question set (003_*.txt "Example Input")."""
     return MetricsQueryState(user_query=user_query, parsed_query=None, result=None, error=None, processing_time_ms=0.0)
+
+
+TIME_SUGGESTION = (
+    'Ask about a past window, e.g. "for the last hour", "yesterday", "from 10:00 to 11:00", '
+    '"last week" or "since 2025-06-01".'
+)
+
+
+def time_failure(reason: str, details: dict[str, Any] | None = None) -> MetricsQueryFailure:
+    """The `invalid_time_range` failure for a window the question names that cannot be used."""
+    return MetricsQueryFailure(
+        "invalid_time_range",
+        f"The time range is not valid: {reason}.",
+        suggestion=TIME_SUGGESTION,
+        details=details or {},
+    )

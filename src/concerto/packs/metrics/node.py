@@ -162,6 +162,13 @@ def validate(query: MetricsQuery, catalog: Mapping[str, MetricInfo], now: dateti
                 suggestion='Compare with a window of its own, e.g. "vs the same hour yesterday".',
                 details={"start": base.start_time.isoformat(), "end": base.end_time.isoformat()},
             )
+        if base.end_time > query.time_range.start_time:
+            raise MetricsQueryFailure(
+                "invalid_time_range",
+                f"The window compared with ({base.expression}) overlaps {query.time_range.expression}.",
+                suggestion='Compare with an earlier window, e.g. "this month vs last month".',
+                details={"baseline_end": base.end_time.isoformat(), "start": query.time_range.start_time.isoformat()},
+            )
         if base.end_time - base.start_time > MAX_RANGE:
             raise MetricsQueryFailure(
                 "invalid_time_range",

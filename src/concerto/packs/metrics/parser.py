@@ -28,16 +28,16 @@ from concerto.packs.metrics.models import (
     Operation,
     Ranking,
     TimeRange,
+    time_failure,
 )
 from concerto.packs.metrics.promql import CONCEPTS_BY_KEY, build_concept, build_metric, ranked
 from concerto.packs.metrics.timeparse import (
-    DEFAULT_WINDOW,
-    ParsedWindow,
+    COMPARATOR,
     TimeParseError,
-    Windows,
+    comparison_of,
+    default_window,
     duration_text,
-    last,
-    make_range,
+    masked,
     read_windows,
 )
 
@@ -103,7 +103,7 @@ LABEL_WORDS: dict[str, str] = {
     }.items()
     for word in words.split()
 }
-_LABEL_NOUNS = frozenset(part for word in LABEL_WORDS for part in word.split("_"))
+LABEL_NOUN_WORDS = _LABEL_NOUNS = frozenset(part for word in LABEL_WORDS for part in word.split("_"))
 """Words that name what is ranked or broken down ("modes", "hosts"), not what is measured."""
 _LABEL_ALT = "|".join(sorted((w.replace("_", r"\s+") for w in LABEL_WORDS), key=len, reverse=True))
 _UNIT_WORDS = frozenset(
@@ -137,14 +137,18 @@ _RANKINGS: tuple[re.Pattern[str], ...] = (
 )
 _BREAKDOWN = re.compile(
     r"\b(?:broken\s+down\s+by|split\s+by|grouped\s+by|break\s*down\s+by|by|per|for\s+each|for\s+every|"
-    r"across(?:\s+all)?|on\s+each|of\s+each|in\s+each|on\s+every|of\s+every|each)\s+(?:the\s+)?"
+    r"across(?!\s+all\b)|on\s+each|of\s+each|in\s+each|on\s+every|of\s+every|each)\s+(?:the\s+)?"
     rf"(?P<l>(?:{_LABEL_ALT}|[a-z_][a-z0-9_]*)(?:\s*(?:,|and|&)\s*(?:by\s+)?(?:{_LABEL_ALT}|[a-z_][a-z0-9_]*))*)\b",
     re.I,
 )
-_FILLER = re.compile(r"(?:\b(?:over|for|in|during|since|from|on|of|at|the|and|with)\b|[\s?.!,;])+", re.I)
-_COMPARATORS = re.compile(
-    r"\b(?:vs\.?|versus|compared\s+(?:to|with)|in\s+comparison\s+(?:to|with)|against|relative\s+to)(?=\s|$)", re.I
+_TIME_HINT = re.compile(
+    r"\b(?:hours?|days?|weeks?|months?|quarters?|years?|minutes?|earlier|before|ago|previous|prior|"
+    r"(?:19|20|21)\d{2}|q[1-4]|h[12])\b",
+    re.I,
 )
+_ACROSS_ALL = re.compile(rf"\b(?:across|over|for|of|on)\s+all\s+(?:the\s+|of\s+the\s+)?(?:{_LABEL_ALT})\b", re.I)
+""""average CPU usage across all hosts": one value over all of them, not a breakdown."""
+_FILLER = re.compile(r"(?:\b(?:over|for|in|during|since|from|on|of|at|the|and|with)\b|[\s?.!,;])+", re.I)
 # A label value: quoted (spaces allowed), or one token that is not an ordinary word
 # ("CPU on the server for the last hour" names no server).
 _NOT_A_VALUE = (
@@ -222,6 +226,7 @@ class TextParts:
     comparison: Comparison | None = None
     named_values: dict[str, list[str]] = field(default_factory=dict)
     window_kind: str = "default"
+    missing: list[MissingPart] = field(default_factory=list)
 
 
 def _number(text: str | None) -> int | None:
@@ -238,72 +243,34 @@ def label_of(word: str) -> str:
     return LABEL_WORDS.get(key, key)
 
 
-def _current_and_comparison(found: Windows, now: datetime) -> tuple[ParsedWindow, Comparison | None]:
-    """The window answered and, when the question compares, the baseline it is compared with.
-
-    A shift ("vs the same hour yesterday") moves the current window back; two windows
-    ("this month vs last month", "March compared to February") compare the later with the
-    earlier: with PromQL's `offset` over the later window when the earlier is at least as
-    long (the same part of it: June so far against the same days of May), otherwise as a
-    second range query over the earlier window.
-    """
-    windows = found.windows
-    current = (
-        windows[0] if windows else ParsedWindow(make_range(now - DEFAULT_WINDOW, now, "the last hour"), None, "default")
-    )
-    shift = found.shift
-    if shift is not None:
-        if shift.same is not None and current.kind in ("default", "now"):
-            current = ParsedWindow(last(1, shift.same, now), current.span, "duration")
-        tr = current.time_range
-        start = shift.back(tr.start_time)
-        offset = tr.start_time - start
-        baseline = make_range(start, tr.end_time - offset, shift.baseline_expression())
-        return current, Comparison(baseline=baseline, offset_seconds=int(offset.total_seconds()))
-    if len(windows) < 2:
-        return current, None
-    ordered = sorted(windows[:2], key=lambda w: w.time_range.start_time)
-    earlier, later = ordered
-    a, b = later.time_range, earlier.time_range
-    offset = a.start_time - b.start_time
-    if offset.total_seconds() <= 0:
-        raise TimeParseError(f"{a.expression} and {b.expression} start at the same time; nothing to compare")
-    if b.duration_seconds >= a.duration_seconds:
-        same = b.duration_seconds == a.duration_seconds
-        baseline = make_range(
-            b.start_time,
-            b.start_time + (a.end_time - a.start_time),
-            b.expression if same else f"the same part of {b.expression}",
-        )
-        return later, Comparison(baseline=baseline, offset_seconds=int(offset.total_seconds()))
-    return later, Comparison(baseline=b)
-
-
-def _masked(text: str, spans: Sequence[tuple[int, int]]) -> str:
-    chars = list(text)
-    for start, end in spans:
-        chars[start:end] = " " * (end - start)
-    return "".join(chars)
-
-
-def _overlaps(span: tuple[int, int], taken: Sequence[tuple[int, int]]) -> bool:
-    return any(span[0] < end and start < span[1] for start, end in taken)
-
-
 _PLURALS = frozenset(w for w in LABEL_WORDS if w.endswith("s") and (w[:-1] in LABEL_WORDS or w[:-2] in LABEL_WORDS))
+_MEASURED_LABELS = frozenset({"cpu", "device"})
+"""Labels whose nouns also say what is measured (CPU, disk, interface); others (host, job,
+mode...) only say what is ranked or broken down and stay out of the metric phrase."""
+
+
+def _measured(word: str) -> bool:
+    key = word.lower()
+    return key not in _LABEL_NOUNS or LABEL_WORDS.get(key) in _MEASURED_LABELS
+
+
 DEFAULT_TOP_N = 5
 """How many series "top hosts by CPU" keeps when it says no number (one for "the top host")."""
 
 
-def _read_ranking(text: str, spans: list[tuple[int, int]]) -> tuple[Ranking | None, str | None, str]:
+MAX_TOP = 100
+"""At most this many series are kept by a ranking ("top 500 hosts" keeps 100, and says so)."""
+
+
+def _read_ranking(text: str, spans: list[tuple[int, int]], asked: list[int]) -> tuple[Ranking | None, str | None, str]:
     """(ranking, the label ranked, words to keep in the metric phrase).
 
     "the 2 least busy CPUs" ranks CPUs and measures how busy they are: "busy CPUs" stays
     as the metric phrase; "top 3 hosts by memory used" leaves "memory used" (and "hosts").
     """
-    masked = _masked(text, spans)
+    blank = masked(text, spans)
     for pattern in _RANKINGS:
-        m = pattern.search(masked)
+        m = pattern.search(blank)
         if m is None:
             continue
         found = m.groupdict()
@@ -318,9 +285,11 @@ def _read_ranking(text: str, spans: list[tuple[int, int]]) -> tuple[Ranking | No
         adjective = (
             "busy" if re.search(r"busy|busiest|idlest", direction) else ("load" if "loaded" in direction else "")
         )
-        # What is ranked is context for the metric ("top 5 network interfaces by traffic":
-        # network traffic), and "the 2 least busy CPUs" says both what and how.
-        keep = f"{adjective} {ent or ''}".strip()
+        # What is ranked is context for the metric only when it names a measured thing
+        # ("top 5 network interfaces by traffic": network traffic; "the 2 least busy CPUs"
+        # says both what and how); a host or a job is not measured ("top 5 hosts by CPU" is
+        # CPU usage, not the guest CPU time that "host" sounds like).
+        keep = " ".join([adjective, *(w for w in (ent or "").split() if _measured(w))]).strip()
         spans.append(m.span())
         label = None
         if ent:
@@ -328,15 +297,18 @@ def _read_ranking(text: str, spans: list[tuple[int, int]]) -> tuple[Ranking | No
             label = label_of(key) if key in LABEL_WORDS else (key[:-1] if key.endswith("s") else key)
             if key not in LABEL_WORDS:
                 keep = adjective
-        return Ranking(n=max(1, min(n, 100)), order=order), label, keep
+        if n > MAX_TOP:
+            asked.append(n)
+        return Ranking(n=max(1, min(n, MAX_TOP)), order=order), label, keep
     return None, None, ""
 
 
 def _read_breakdown(text: str, spans: list[tuple[int, int]]) -> list[str]:
     """Labels named after "by", "per", "for each"... ("by instance and mode" → [instance, mode])."""
-    masked = _masked(text, spans)
+    spans += [m.span() for m in _ACROSS_ALL.finditer(masked(text, spans))]
+    blank = masked(text, spans)
     labels: list[str] = []
-    for m in _BREAKDOWN.finditer(masked):
+    for m in _BREAKDOWN.finditer(blank):
         names = [n for n in re.split(r"\s*(?:,|\band\b|&)\s*(?:by\s+)?", m.group("l").strip()) if n]
         out = []
         for name in names:
@@ -346,7 +318,7 @@ def _read_breakdown(text: str, spans: list[tuple[int, int]]) -> list[str]:
             if key in LABEL_WORDS or "_" in key:
                 out.append(label_of(key))
                 continue
-            rest = _FILLER.sub("", masked[m.end() :])
+            rest = _FILLER.sub("", blank[m.end() :])
             if name is names[-1] and not rest:  # a word at the end: a label the user named
                 out.append(key)
             else:
@@ -368,7 +340,7 @@ def _read_filters(text: str, spans: list[tuple[int, int]]) -> tuple[dict[str, st
             named[m.group("k")] = [m.group("v")]
         spans.append(m.span())
     for label, pattern in _MULTI_FILTERS:
-        several = pattern.search(_masked(text, spans))
+        several = pattern.search(masked(text, spans))
         if several is None or label in filters:
             continue
         values = [v.strip("\"' ") for v in re.split(r"\s*(?:,|\band\b|\bor\b|&)\s*", several.group("vs")) if v.strip()]
@@ -383,7 +355,7 @@ def _read_filters(text: str, spans: list[tuple[int, int]]) -> tuple[dict[str, st
         group.append(label)
         spans.append(several.span())
     for label, pattern in _FILTERS:
-        found = pattern.search(_masked(text, spans))
+        found = pattern.search(masked(text, spans))
         if found is not None and label not in filters:
             value = (found.groupdict().get("q") or found.group("v")).rstrip(".")
             filters[label] = value
@@ -406,15 +378,50 @@ def read_text(question: str, now: datetime) -> TextParts:
     spans: list[tuple[int, int]] = []
     time_error = None
     comparison: Comparison | None = None
+    missing: list[MissingPart] = []
+    compared = COMPARATOR.search(question)
     try:
         found = read_windows(question, now)
-        window, comparison = _current_and_comparison(found, now)
+        window, comparison, unused = comparison_of(found, now, compared is not None)
         spans += found.spans
+        if unused:
+            missing.append(
+                MissingPart(
+                    part=unused,
+                    reason=f"the question names more than one window and does not compare them; "
+                    f"{window.time_range.expression} is answered",
+                    error_type="invalid_time_range",
+                    suggestion=f'To compare, say so: "{window.time_range.expression} vs {unused}".',
+                )
+            )
+        elif compared is not None and comparison is None:
+            after = masked(question, spans)[compared.end() :]
+            if _TIME_HINT.search(after) or not _FILLER.sub("", after):
+                missing.append(
+                    MissingPart(
+                        part=" ".join(f"the comparison ({compared.group(0)}{after.rstrip(' ?.!')})".split()),
+                        reason="the window to compare with could not be read; "
+                        f"{window.time_range.expression} is answered alone",
+                        error_type="invalid_time_range",
+                        suggestion='Name the earlier window, e.g. "vs the same hour yesterday", '
+                        '"compared to last week", "March vs February".',
+                    )
+                )
     except TimeParseError as exc:
         time_error = str(exc)
-        window = ParsedWindow(make_range(now - DEFAULT_WINDOW, now, "the last hour"), None, "default")
+        window = default_window(now)
     before = len(spans)
-    ranking, ranked_label, keep = _read_ranking(question, spans)
+    asked: list[int] = []
+    ranking, ranked_label, keep = _read_ranking(question, spans, asked)
+    if ranking is not None and asked:
+        missing.append(
+            MissingPart(
+                part=f"{ranking.order} {asked[0]}",
+                reason=f"a ranking keeps at most {MAX_TOP} series; the {ranking.order} {MAX_TOP} are answered",
+                error_type="unanswered_part",
+                suggestion=f"Ask for the {ranking.order} {MAX_TOP} or fewer, or for a breakdown without a ranking.",
+            )
+        )
     ranking_spans = spans[before:]
     filters, named, grouped = _read_filters(question, spans)
     group_by = _read_breakdown(question, spans)
@@ -424,15 +431,15 @@ def read_text(question: str, now: datetime) -> TextParts:
     if ranking is not None and not group_by:
         group_by.append("instance")  # "top 5 by CPU": hosts, unless another label is named
     aggregation: Aggregation | None = None
-    masked = _masked(question, ranking_spans)  # "the highest" ranks; it is not the statistic
+    blank = masked(question, ranking_spans)  # "the highest" ranks; it is not the statistic
     for agg, pattern in _AGGREGATIONS:
-        if pattern.search(masked):
+        if pattern.search(blank):
             aggregation = agg
             break
     remainder = question
     for start, end in sorted(spans, reverse=True):
         remainder = remainder[:start] + " " + remainder[end:]
-    remainder = _COMPARATORS.sub(" ", remainder)
+    remainder = COMPARATOR.sub(" ", remainder)
     if keep:
         remainder = f"{keep} {remainder}"
     remainder = _LEADING.sub("", _DANGLING.sub("", " ".join(remainder.split())).strip()).strip()
@@ -448,6 +455,7 @@ def read_text(question: str, now: datetime) -> TextParts:
         comparison=comparison,
         named_values=named,
         window_kind=window.kind,
+        missing=missing,
     )
 
 
@@ -590,11 +598,7 @@ def parse_question(
         )
     parts = read_text(question, now)
     if parts.time_error and parts.operation == "query":
-        raise MetricsQueryFailure(
-            "invalid_time_range",
-            f"The time range is not valid: {parts.time_error}.",
-            suggestion='Ask about a past window, e.g. "for the last hour" or "from 10:00 to 11:00".',
-        )
+        raise time_failure(parts.time_error)
     phrases = metric_phrases(parts.remainder or question)
     if len(phrases) > 1:
         whole = resolve_phrase(parts.remainder, catalog, embedder, candidates)
@@ -607,9 +611,30 @@ def parse_question(
             resolved = split
     else:
         resolved = [resolve_phrase(phrases[0], catalog, embedder, candidates)]
-    names = list(dict.fromkeys(r.name for r in resolved if r.name))[:MAX_METRICS]
+    return assemble(parts, resolved, phrases, catalog)
+
+
+def assemble(
+    parts: TextParts, resolved: Sequence[_Resolved], phrases: Sequence[str], catalog: Mapping[str, MetricInfo]
+) -> MetricsQuery:
+    """The `MetricsQuery` of the metrics `resolved` from the question's `phrases` (at most
+    MAX_METRICS, the rest a missing part), or the failure when none is answered."""
+    every = list(dict.fromkeys(r.name for r in resolved if r.name))
+    names = every[:MAX_METRICS]
     alternatives = {r.name: r.alternatives for r in resolved if r.name}
     missing = [r.missing for r in resolved if r.missing is not None]
+    dropped = list(phrases[MAX_METRICS + 2 :]) if len(resolved) > 1 else []
+    if len(every) > MAX_METRICS or dropped:
+        phrase_of = {r.name: str(r.details.get("phrase") or r.name) for r in reversed(resolved) if r.name}
+        said = [*(spoken(phrase_of.get(n, n)) for n in every[MAX_METRICS:]), *dropped]
+        missing.append(
+            MissingPart(
+                part=", ".join(said),
+                reason=f"at most {MAX_METRICS} metrics are answered from one question",
+                error_type="unanswered_part",
+                suggestion=f"Ask about {', '.join(said)} in a question of its own.",
+            )
+        )
     if not names:
         if parts.operation != "query":  # unsupported whatever the metric: validation says so
             return _query("unknown", parts, "", ["unknown"], "", "the metric")
@@ -635,7 +660,7 @@ def parse_question(
         )
     queries = [compile_query(name, parts, catalog, alternatives.get(name, [])) for name in names]
     first_query = queries[0]
-    return first_query.model_copy(update={"also": queries[1:], "missing": missing})
+    return first_query.model_copy(update={"also": queries[1:], "missing": [*parts.missing, *missing]})
 
 
 def _min_score() -> float:

@@ -198,15 +198,23 @@ def _gauge(kind: str) -> Callable[[list[str], Shape, Aggregation | None], str]:
 def _latency(m: list[str], s: Shape, a: Aggregation | None) -> str:
     if a == "avg":
         return mean_of_histogram(m[0], s)
+    return histogram_quantile(m[0], s, a)
+
+
+def histogram_quantile(name: str, s: Shape, a: Aggregation | None) -> str:
+    """The quantile `a` (p95 by default) of histogram `name`'s buckets."""
     q = QUANTILES.get(a or "p95", 0.95)
-    buckets = s.agg("sum", f"rate({s.rng(m[0] + '_bucket')})", keep=("le",))
+    buckets = s.agg("sum", f"rate({s.rng(name + '_bucket')})", keep=("le",))
     return f"histogram_quantile({q}, {buckets})"
 
 
 def _errors(m: list[str], s: Shape, a: Aggregation | None) -> str:
     rate = s.agg("sum", f"rate({s.rng(m[0], {'code': ('=~', '5..')})})")
-    # No 5xx series at all means no errors, not no data; a breakdown has no single zero.
-    return rate if s.by else f"{rate} or vector(0)"
+    # No 5xx series where requests were served is no errors: zero, but only there. Where no
+    # request series exists at all (a job that does not exist, a window before the server
+    # started) the answer stays empty, "no data", never a zero (`or vector(0)` would be one).
+    total = s.agg("sum", f"rate({s.rng(m[0])})")
+    return f"{rate} or 0 * {total}"
 
 
 def _uptime(m: list[str], s: Shape, a: Aggregation | None) -> str:
@@ -291,7 +299,7 @@ CONCEPTS: tuple[Concept, ...] = (
     Concept(
         "network_receive_throughput",
         "Network received",
-        "Network traffic received: bytes received per second on network interfaces, inbound",
+        "Network received: bytes received per second on network interfaces, inbound, download",
         "bytes/s",
         ("node_network_receive_bytes_total",),
         _sum_rate(_NET),
@@ -299,7 +307,7 @@ CONCEPTS: tuple[Concept, ...] = (
     Concept(
         "network_transmit_throughput",
         "Network sent",
-        "Network traffic transmitted: bytes sent per second on network interfaces, outbound",
+        "Network sent: bytes sent or transmitted per second on network interfaces, outbound, upload",
         "bytes/s",
         ("node_network_transmit_bytes_total",),
         _sum_rate(_NET),
@@ -307,7 +315,7 @@ CONCEPTS: tuple[Concept, ...] = (
     Concept(
         "network_throughput",
         "Network throughput",
-        "Network throughput: total network traffic on network interfaces, bytes per second sent and received",
+        "Network traffic: network throughput, total traffic on network interfaces, bytes per second sent and received",
         "bytes/s",
         ("node_network_receive_bytes_total", "node_network_transmit_bytes_total"),
         _sum_rate(_NET),
@@ -366,7 +374,7 @@ CONCEPTS: tuple[Concept, ...] = (
     Concept(
         "network_errors",
         "Network errors",
-        "Network errors: receive and transmit errors per second on network interfaces",
+        "Network errors: network packet errors per second on network interfaces, receive and transmit errors",
         "errors/s",
         ("node_network_receive_errs_total", "node_network_transmit_errs_total"),
         _sum_rate(_NET),
@@ -441,9 +449,7 @@ def build_metric(
             promql = mean_of_histogram(name, s)
             label = f"average {name}"
         else:
-            q = QUANTILES.get(aggregation or "p95", 0.95)
-            buckets = s.agg("sum", f"rate({s.rng(name + '_bucket')})", keep=("le",))
-            promql = f"histogram_quantile({q}, {buckets})"
+            promql = histogram_quantile(name, s, aggregation)
             label = f"{quantile_name(aggregation)} of {name}"
         return Built(promql, [name], unit_of(name, meta_unit), label)
     if mtype == "summary" or (f"{name}_count" in names and f"{name}_sum" in names):

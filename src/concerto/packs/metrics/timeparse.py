@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import calendar
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 
 from concerto.nlp.numbers import number_words_pattern, word_number
 from concerto.nlp.periods import PeriodError, find_periods
-from concerto.packs.metrics.models import TimeRange
+from concerto.packs.metrics.models import Comparison, TimeRange
 
 DEFAULT_WINDOW = timedelta(hours=1)
 NOW_WINDOW = timedelta(minutes=5)
@@ -110,6 +111,9 @@ _AGO = re.compile(rf"\b{_NUM}\s*(?P<u>{_UNIT_RE})\s+ago\b", re.I)
 _SINCE_AGO = re.compile(rf"\bsince\s+{_NUM}\s*(?P<u>{_UNIT_RE})\s+ago\b", re.I)
 _BETWEEN = re.compile(rf"\b(?:between|from)\s+(?P<a>{_CLOCK})\s+(?:and|to|until|-)\s+(?P<b>{_CLOCK})", re.I)
 _SINCE_CLOCK = re.compile(rf"\bsince\s+(?P<a>{_CLOCK})(?!\s*(?:{_UNIT_RE})\b)", re.I)
+_DAY_WORD = re.compile(r"\b(?:on\s+)?(?P<d>yesterday|today|\d{4}-\d{2}-\d{2})(?![\d\-:]|[ t]\d{1,2}:)", re.I)
+"""A day that sets the date of a clock range ("yesterday from 10:00 to 11:00")."""
+_ISO_DATE = re.compile(r"^\s*\d{4}-\d{2}-\d{2}\s*$")
 _SINCE_YESTERDAY = re.compile(r"\bsince\s+yesterday\b", re.I)
 _YESTERDAY = re.compile(r"\byesterday\b", re.I)
 _TODAY = re.compile(r"\btoday(?:\s+so\s+far)?\b|\bthis\s+day\b", re.I)
@@ -119,12 +123,15 @@ _FUTURE = re.compile(r"\b(?:next|tomorrow|coming|upcoming|in\s+\d+\s+\w+\s+from\
 
 # Shifts: "vs the same hour yesterday", "compared to a week ago", "than last month".
 _COMPARATOR = r"(?:vs\.?|versus|compared\s+(?:to|with)|in\s+comparison\s+(?:to|with)|against|than|relative\s+to)"
+COMPARATOR = re.compile(rf"\b{_COMPARATOR}(?=\s|$)", re.I)
+"""A word that asks for a comparison ("vs", "versus", "compared to/with", "against", "than")."""
 _SAME = r"(?:(?:at|during|in|for|over)\s+)?the\s+same\s+(?P<same>" + _WORD_UNIT_RE + r"|time|period|window|hours)"
 _WHEN = (
     r"(?P<when>yesterday|the\s+day\s+before|the\s+previous\s+day"
     r"|(?:last|the\s+previous|the\s+prior)\s+(?P<cal>hour|day|week|month|quarter|year)"
     r"|the\s+(?P<cal2>hour|day|week|month|quarter|year)\s+before"
-    r"|(?P<k>\d+(?:\.\d+)?|" + _NUM_WORDS + r")\s*(?P<ku>" + _UNIT_RE + r")\s+(?:ago|earlier|before))"
+    r"|(?:the\s+)?(?P<k>\d+(?:\.\d+)?|" + _NUM_WORDS + r")\s*(?P<ku>" + _UNIT_RE + r")\s+(?:ago|earlier|before)"
+    r"|the\s+(?:previous|prior|preceding)\s+(?P<k2>\d+(?:\.\d+)?|" + _NUM_WORDS + r")\s*(?P<ku2>" + _UNIT_RE + r"))"
 )
 _COMPARATOR_RE = re.compile(rf"^\s*{_COMPARATOR}\s*", re.I)
 _SHIFT_COMPARED = re.compile(rf"\b{_COMPARATOR}\s+(?:{_SAME}\s+)?{_WHEN}\b", re.I)
@@ -251,14 +258,20 @@ def _describe(amount: float, unit: str) -> str:
     return f"the last {amount:g} {name}s"
 
 
-def _clock(text: str, now: datetime) -> datetime:
-    """An explicit time: ISO date/time, or a clock time today (yesterday if still ahead)."""
+def _clock(text: str, now: datetime, day: date | None = None, end: bool = False) -> datetime:
+    """An explicit time: ISO date/time, or a clock time on `day` (default today).
+
+    An ISO date without a time is that day: its start, or with `end` the end of it
+    ("from 2025-06-10 to 2025-06-14" includes the 14th).
+    """
     text = text.strip().lower()
     if re.match(r"\d{4}-\d{2}-\d{2}", text):
         try:
             value = datetime.fromisoformat(text.upper().replace(" ", "T"))
         except ValueError as exc:
             raise TimeParseError(f"'{text}' is not a date") from exc
+        if end and _ISO_DATE.match(text):
+            value += timedelta(days=1)
         return value if value.tzinfo else value.replace(tzinfo=now.tzinfo or UTC)
     m = re.fullmatch(r"(\d{1,2})(?::(\d{2}))?\s*(am|pm)?", text)
     if m is None:
@@ -270,7 +283,20 @@ def _clock(text: str, now: datetime) -> datetime:
         hour = 0
     if hour > 23 or minute > 59:
         raise TimeParseError(f"'{text}' is not a time of day")
-    return datetime.combine(now.date(), time(hour, minute), tzinfo=now.tzinfo or UTC)
+    return datetime.combine(day or now.date(), time(hour, minute), tzinfo=now.tzinfo or UTC)
+
+
+def _day_of(word: str, now: datetime) -> date:
+    """The date a day word names: yesterday, today or an ISO day."""
+    word = word.lower()
+    if word == "yesterday":
+        return now.date() - timedelta(days=1)
+    if word == "today":
+        return now.date()
+    try:
+        return date.fromisoformat(word)
+    except ValueError as exc:
+        raise TimeParseError(f"'{word}' is not a date") from exc
 
 
 def _day_start(day: date, now: datetime) -> datetime:
@@ -307,7 +333,7 @@ def _checked(start: datetime, end: datetime, expression: str, now: datetime) -> 
     return make_range(start, end, expression)
 
 
-def _masked(text: str, spans: list[tuple[int, int]]) -> str:
+def masked(text: str, spans: Sequence[tuple[int, int]]) -> str:
     """`text` with the spans blanked out (positions kept), so later readers skip them."""
     chars = list(text)
     for start, end in spans:
@@ -315,22 +341,45 @@ def _masked(text: str, spans: list[tuple[int, int]]) -> str:
     return "".join(chars)
 
 
+def overlaps(span: tuple[int, int], taken: Sequence[tuple[int, int]]) -> bool:
+    """Whether `span` overlaps any of `taken`."""
+    return any(span[0] < end and start < span[1] for start, end in taken)
+
+
 _COMPARED_WORDS = re.compile(r"\b(?:compared\s+(?:to|with)|relative\s+to|against|than)\b", re.I)
+_COMPARED_YEAR = re.compile(rf"\b{_COMPARATOR}(?P<gap>\s+)(?=(?:19|20|21)\d{{2}}\b(?![-/]))", re.I)
 
 
 def _for_periods(text: str) -> str:
-    """`text` with comparison words written as "versus", padded to the same length.
+    """`text` with comparison words written as the shared period reader expects, padded to the
+    same length (positions kept).
 
-    The shared period reader takes a bare month name ("March") as a month only after a word
-    such as "in" or "vs" ("May" is also a verb); "compared to February" means the month too.
+    The period reader takes a bare month name ("March") as a month only after a word such as
+    "in" or "vs" ("May" is also a verb), and a bare year only after "in": "compared to
+    February" means the month, "2024 vs 2023" the year.
     """
+    text = _COMPARED_YEAR.sub(lambda m: "in".rjust(len(m.group(0)) - len(m.group("gap"))) + m.group("gap"), text)
     return _COMPARED_WORDS.sub(
         lambda m: "versus".rjust(len(m.group(0))) if len(m.group(0)) >= 6 else "vs".rjust(len(m.group(0))), text
     )
 
 
-def _overlaps(span: tuple[int, int], taken: list[tuple[int, int]]) -> bool:
-    return any(span[0] < end and start < span[1] for start, end in taken)
+# Time words no reader above understood: a window would silently become the default one.
+_LEFTOVER_TIME = re.compile(
+    r"\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekend|morning|afternoon|evening|"
+    r"tonight|overnight|midnight|noon|midday|ago|since|until|till|"
+    r"(?:last|past|previous|prior|this|since|before|after)\s+(?:few|couple|several|\w+day|night|hours?|days?|"
+    r"weeks?|months?|years?|quarters?|decade|century)|"
+    r"(?<![\w.:\-/])(?:19|20|21)\d{2}(?![\w.:\-/]))\b",
+    re.I,
+)
+
+
+def leftover_time_words(text: str) -> str | None:
+    """The first time word left in `text` (windows already blanked out) that no reader
+    understood ("last Tuesday", "this morning", "since 2024"), or None."""
+    m = _LEFTOVER_TIME.search(text)
+    return m.group(0) if m else None
 
 
 def _shift(text: str) -> Shift | None:
@@ -346,6 +395,8 @@ def _shift(text: str) -> Shift | None:
             unit, amount = (m.group("cal") or m.group("cal2")).lower(), 1.0
         elif m.group("ku"):
             unit, amount = m.group("ku").lower(), _amount(m, "k")
+        elif m.group("ku2"):
+            unit, amount = m.group("ku2").lower(), _amount(m, "k2")
         else:  # yesterday, the day before
             unit, amount = "day", 1.0
         if amount <= 0:
@@ -376,13 +427,23 @@ def read_windows(text: str, now: datetime) -> Windows:
         taken.append(span)
 
     def scan(pattern: re.Pattern[str]) -> list[re.Match[str]]:
-        return [m for m in pattern.finditer(_masked(text, taken)) if not _overlaps(m.span(), taken)]
+        return [m for m in pattern.finditer(masked(text, taken)) if not overlaps(m.span(), taken)]
 
     for m in scan(_BETWEEN):
-        start, end = _clock(m.group("a"), now), _clock(m.group("b"), now)
+        a, b = m.group("a").strip(), m.group("b").strip()
+        day, said = None, f"from {a} to {b}"
+        if not re.match(r"\d{4}-", a) and not re.match(r"\d{4}-", b):
+            # "yesterday from 10:00 to 11:00", "from 10 to 11 on 2025-06-14": the clock range's date
+            d = _DAY_WORD.search(masked(text, [*taken, m.span()]))
+            if d is not None:
+                day = _day_of(d.group("d"), now)
+                named = d.group("d")
+                said = f"{said} {named}" if named.lower() in ("yesterday", "today") else f"{said} on {day}"
+                taken.append(d.span())
+        start, end = _clock(a, now, day), _clock(b, now, day, end=True)
         if end <= start:
-            raise TimeParseError(f"the window ends ({m.group('b')}) before it starts ({m.group('a')})")
-        add(_checked(start, min(end, now), f"from {m.group('a')} to {m.group('b')}", now), m.span())
+            raise TimeParseError(f"the window ends ({b}) before it starts ({a})")
+        add(_checked(start, min(end, now), said, now), m.span())
     for m in scan(_SINCE_AGO):
         amount = _amount(m, "n")
         add(_checked(minus(now, amount, m.group("u")), now, _describe(amount, m.group("u")), now), m.span())
@@ -418,11 +479,11 @@ def read_windows(text: str, now: datetime) -> Windows:
             first = monday - timedelta(days=7)
             add(calendar_window(first, first + timedelta(days=6), "last week", now), m.span(), "calendar")
     try:
-        periods = find_periods(_for_periods(_masked(text, taken)), now.date())
+        periods = find_periods(_for_periods(masked(text, taken)), now.date())
     except PeriodError as exc:
         raise TimeParseError(f"'{exc.phrase}' cannot be read: {exc.reason}") from None
     for period in periods:
-        if not _overlaps(period.span, taken):
+        if not overlaps(period.span, taken):
             add(
                 calendar_window(period.first, period.last, _said(period.phrase, period.first, period.last), now),
                 period.span,
@@ -432,11 +493,97 @@ def read_windows(text: str, now: datetime) -> Windows:
         for m in scan(_NOW):
             add(make_range(now - NOW_WINDOW, now, "the last 5 minutes"), m.span(), "now")
             break
-    future = None if found else _FUTURE.search(_masked(text, taken))
+    future = None if found else _FUTURE.search(masked(text, taken))
     if future is not None:
         raise TimeParseError(f"'{future.group(0)}' is in the future; only past data can be queried")
+    leftover = leftover_time_words(masked(text, taken))
+    if leftover is not None:
+        raise TimeParseError(f"'{leftover}' cannot be read as a window")
     found.sort(key=lambda w: w.span[0] if w.span else 0)
     return Windows(found, shift, sorted(taken))
+
+
+def default_window(now: datetime) -> ParsedWindow:
+    """The window of a question that names none: the last hour."""
+    return ParsedWindow(make_range(now - DEFAULT_WINDOW, now, "the last hour"), None, "default")
+
+
+def _month_index(moment: datetime) -> int:
+    return moment.year * 12 + moment.month - 1
+
+
+def _starts_a_month(moment: datetime) -> bool:
+    return moment.day == 1 and moment.time() == time(0)
+
+
+def baseline_of(current: TimeRange, start: datetime, end: datetime, expression: str) -> Comparison:
+    """The comparison of `current` with the window `start`..`end`: PromQL `offset` over the
+    current window when the two are equally long (they line up point by point), otherwise a
+    range query of its own over the baseline window."""
+    if end > current.start_time:
+        raise TimeParseError(f"{expression} overlaps {current.expression}; nothing to compare")
+    baseline = make_range(start, end, expression)
+    if end - start == current.end_time - current.start_time:
+        return Comparison(baseline=baseline, offset_seconds=int((current.start_time - start).total_seconds()))
+    return Comparison(baseline=baseline)
+
+
+def _same_part(later: TimeRange, earlier: TimeRange) -> tuple[datetime, datetime, str]:
+    """The part of `earlier` that matches `later`, both ends moved back on the calendar.
+
+    Periods starting on the first of a month move back by whole months (31 March 12:00 a
+    month back is 28 February 12:00), others by the time between the two starts; the end is
+    cut where the earlier period ends ("last month vs the month before" compares April with
+    all of March, not with March and the first day of April).
+    """
+    a, b = later, earlier
+    if _starts_a_month(a.start_time) and _starts_a_month(b.start_time):
+        months = _month_index(a.start_time) - _month_index(b.start_time)
+        end = minus(a.end_time, months, "months")
+    else:
+        end = a.end_time - (a.start_time - b.start_time)
+    end = min(end, b.end_time)
+    if end == b.end_time:
+        return b.start_time, end, b.expression
+    said = re.sub(r"^(?:in|on|during)\s+", "", b.expression)
+    return b.start_time, end, f"the same part of {said} (to {end:%Y-%m-%d %H:%M} UTC)"
+
+
+def comparison_of(found: Windows, now: datetime, compared: bool) -> tuple[ParsedWindow, Comparison | None, str | None]:
+    """The window answered, the baseline it is compared with, and what of the question's
+    windows is left unanswered (None when all are used).
+
+    A shift ("vs the same hour yesterday") moves both ends of the current window back; two
+    windows joined by a comparing word ("this month vs last month", "March compared to
+    February") compare the later with the same part of the earlier (`_same_part`). Two
+    windows without one ("CPU last week and this month") answer the first and say the second
+    is not: nothing asked for a comparison.
+    """
+    windows = found.windows
+    current = windows[0] if windows else default_window(now)
+    shift = found.shift
+    if shift is not None:
+        if shift.same is not None and current.kind in ("default", "now"):
+            current = ParsedWindow(last(1, shift.same, now), current.span, "duration")
+        tr = current.time_range
+        start, end = shift.back(tr.start_time), shift.back(tr.end_time)
+        said = shift.baseline_expression()
+        if end - start != tr.end_time - tr.start_time:  # months differ in length: say which days
+            said = f"{said} ({start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} UTC)"
+        return current, baseline_of(tr, start, end, said), None
+    if len(windows) < 2:
+        return current, None, None
+    if not compared:
+        extra = ", ".join(w.time_range.expression for w in windows[1:])
+        return current, None, extra
+    earlier, later = sorted(windows[:2], key=lambda w: w.time_range.start_time)
+    a, b = later.time_range, earlier.time_range
+    if a.start_time <= b.start_time:
+        raise TimeParseError(f"{a.expression} and {b.expression} start at the same time; nothing to compare")
+    if b.end_time > a.start_time:
+        raise TimeParseError(f"{b.expression} and {a.expression} overlap; compare windows that do not")
+    start, end, said = _same_part(a, b)
+    return later, baseline_of(a, start, end, said), None
 
 
 def parse_time_range(text: str, now: datetime) -> ParsedWindow:
@@ -447,9 +594,7 @@ def parse_time_range(text: str, now: datetime) -> ParsedWindow:
     if now.tzinfo is None:
         now = now.replace(tzinfo=UTC)
     windows = read_windows(text, now).windows
-    if windows:
-        return windows[0]
-    return ParsedWindow(make_range(now - DEFAULT_WINDOW, now, "the last hour"), None, "default")
+    return windows[0] if windows else default_window(now)
 
 
 def last(amount: float, unit: str, now: datetime) -> TimeRange:
@@ -467,17 +612,24 @@ def duration_text(seconds: float) -> str:
 
 
 __all__ = [
+    "COMPARATOR",
     "DEFAULT_WINDOW",
     "ParsedWindow",
     "Shift",
     "TimeParseError",
     "Windows",
+    "baseline_of",
     "calendar_window",
     "choose_step",
+    "comparison_of",
+    "default_window",
     "duration_text",
     "last",
+    "leftover_time_words",
     "make_range",
+    "masked",
     "minus",
+    "overlaps",
     "parse_time_range",
     "read_windows",
     "unit_name",
