@@ -14,12 +14,13 @@ cd "$(dirname "$0")/.."
   echo ".venv/bin/python benchmarks/bench_engine.py > benchmarks/results/engine.md"
   echo ".venv/bin/python benchmarks/bench_city.py --output benchmarks/results/city.md"
   echo ".venv/bin/python benchmarks/bench_kpi.py --records 1000000   # writes results/kpi.md"
+  echo ".venv/bin/python benchmarks/bench_kpi_load.py --baseline e24e905   # writes results/kpi_load.md"
   echo ".venv/bin/python benchmarks/bench_metrics.py --output benchmarks/results/metrics.md   # starts its own Prometheus"
   echo ".venv/bin/python benchmarks/bench_analytics.py   # writes results/analytics.md; starts its own PostgreSQL"
   echo ".venv/bin/python benchmarks/bench_accuracy.py --backend both --output benchmarks/results/accuracy.md"
   echo "bash benchmarks/compose.sh                     # rebuilds this file"
   echo '```'
-  for part in engine city kpi metrics packs analytics accuracy; do
+  for part in engine city kpi kpi_load metrics packs analytics accuracy; do
     f="benchmarks/results/$part.md"
     [ -f "$f" ] || continue
     echo

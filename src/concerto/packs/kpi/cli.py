@@ -24,40 +24,68 @@ def kpi() -> None:
     """KPI records (000_*.txt): load a CSV, load the demo data, query the store."""
 
 
+def _encoding(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """Refuse an unknown encoding name before the store is opened."""
+    from concerto.packs.kpi.records import check_encoding
+
+    try:
+        return check_encoding(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
+
+
 @kpi.command("load")
 @click.argument("csv_file", metavar="FILE.csv", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--encoding",
+    default="utf-8-sig",
+    show_default=True,
+    callback=_encoding,
+    help="The file's text encoding, e.g. latin-1, cp1252 or utf-16 (the default reads UTF-8, with or without a BOM).",
+)
 @click.option(
     "--demo/--no-demo",
     default=False,
     show_default=True,
     help="Also load the demo records if the store is empty.",
 )
-def load(csv_file: Path, demo: bool) -> None:
+def load(csv_file: Path, encoding: str, demo: bool) -> None:
     """Validate FILE.csv and add its records to the store.
 
     Columns: kpi, department, month (YYYY-MM or YYYY-MM-DD), value, unit, notes.
-    Every row is checked first: if any row is bad, its line number is reported and
-    nothing is written. A record for an existing kpi, department and month replaces it.
+    Every row is checked first: if any row is bad, or a byte cannot be decoded in the
+    file's encoding, its line number is reported and nothing is written. Meanwhile the
+    valid records are set aside in a temporary folder of the data directory, then written
+    in batches, so memory does not grow with the file's size. A record for an existing
+    kpi, department and month replaces it.
 
     \b
-    Example:
+    Examples:
       concerto kpi load kpis.csv
+      concerto kpi load export.csv --encoding cp1252
     """
-    from concerto.packs.kpi.records import CSVError, read_csv
+    from concerto.packs.kpi.records import CSVEncodingError, CSVError, display
 
     store = _store()
     if demo:
         store.ensure_demo()
     started = time.perf_counter()
     try:
-        records = read_csv(csv_file, known_units=store.catalog().units)
+        count = store.load_csv(csv_file, encoding=encoding)
     except CSVError as exc:
         for line, message in exc.errors:
             click.echo(f"{csv_file}:{line}: {message}", err=True)
         if exc.total > len(exc.errors):
-            click.echo(f"... {exc.total - len(exc.errors)} more invalid row(s)", err=True)
-        raise click.ClickException(f"{exc.total} invalid row(s); nothing was loaded.") from None
-    count = store.add(records)
+            click.echo(f"... {exc.total - len(exc.errors)} more", err=True)
+        if isinstance(exc, CSVEncodingError):
+            click.echo(
+                f"The file is not {display(exc.encoding)}: name its encoding with --encoding NAME "
+                "(for example latin-1, cp1252 or utf-16).",
+                err=True,
+            )
+        raise click.ClickException(exc.headline) from None
+    except OSError as exc:  # unreadable file, full disk while spilling, ...
+        raise click.ClickException(f"{csv_file}: {exc}") from None
     elapsed = time.perf_counter() - started
     click.echo(
         f"Loaded {count} records from {csv_file} into {store.location} "

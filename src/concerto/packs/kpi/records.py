@@ -2,15 +2,25 @@
 
 CSV columns (header required, any order): kpi, department, month, value, unit, notes.
 `month` is YYYY-MM or YYYY-MM-DD (the day is ignored); `notes` may be empty.
+
+A file is read as a stream (`CSVFile.scan`): rows are checked one by one, keeping only
+the per-name caches and the first errors, so reading a file of any size holds no more
+than its distinct names (`KPIStore.load_csv` writes it in batches). The file is UTF-8
+(with or without a byte-order mark) unless another encoding is named; bytes the encoding
+cannot decode are reported by line and byte offset (`CSVEncodingError`), never as a
+traceback.
 """
 
 from __future__ import annotations
 
+import codecs
 import csv
 import math
 import re
+import threading
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
 
 from concerto.packs.kpi.months import Month
@@ -21,6 +31,13 @@ _NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 _MONTH = re.compile(r"^(\d{4})-(\d{2})(?:-(\d{2}))?$")
 MAX_NOTES = 500
 MAX_ERRORS = 20
+# UTF-8, skipping a byte-order mark if there is one (spreadsheets often write it).
+DEFAULT_ENCODING = "utf-8-sig"
+
+
+# A validated row: (kpi, department, month, value, unit, notes). Cheaper than a KPIRecord
+# (a frozen dataclass) when a load only passes the fields on.
+Row = tuple[str, str, Month, float, str, str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,15 +64,149 @@ class KPIRecord:
 
 
 class CSVError(ValueError):
-    """A CSV that cannot be loaded; `errors` lists (line number, message), first ones only."""
+    """A CSV that cannot be loaded; `errors` lists (line number, message), first ones only.
 
-    def __init__(self, path: str, errors: list[tuple[int, str]], total: int) -> None:
+    `problem` names what `total` counts. Every check runs before anything is written, so
+    a CSVError always means that nothing was loaded.
+    """
+
+    def __init__(self, path: str, errors: list[tuple[int, str]], total: int, problem: str = "invalid row(s)") -> None:
+        super().__init__(path, errors, total)
         self.path = path
         self.errors = errors
         self.total = total
-        lines = "; ".join(f"line {n}: {msg}" for n, msg in errors[:5])
-        more = f" (and {total - 5} more)" if total > 5 else ""
-        super().__init__(f"{path}: {total} invalid row(s), nothing was loaded. {lines}{more}")
+        self.problem = problem
+
+    @property
+    def headline(self) -> str:
+        """'3 invalid row(s), nothing was loaded.': what `total` counts and the outcome."""
+        return f"{self.total} {self.problem}, nothing was loaded."
+
+    def __str__(self) -> str:
+        lines = "; ".join(f"line {n}: {msg}" for n, msg in self.errors[:5])
+        more = f" (and {self.total - 5} more)" if self.total > 5 else ""
+        return f"{self.path}: {self.headline} {lines}{more}"
+
+
+class CSVEncodingError(CSVError):
+    """Bytes the file's encoding cannot decode; each error names the line, byte offset and bytes."""
+
+    def __init__(self, path: str, errors: list[tuple[int, str]], total: int, encoding: str) -> None:
+        super().__init__(path, errors, total, problem=f"line(s) not valid {display(encoding)}")
+        self.args = (path, errors, total, encoding)
+        self.encoding = encoding
+
+
+def check_encoding(name: str) -> str:
+    """The canonical name of a text encoding (`latin-1` → `iso8859-1`), or ValueError.
+
+    Unknown names and codecs that are not text encodings (`base64`, `rot13`) are refused
+    here, before any file is opened.
+    """
+    try:
+        info = codecs.lookup(name)
+        "kpi".encode(info.name)
+    except LookupError:
+        raise ValueError(f"unknown text encoding {name!r} (examples: utf-8, latin-1, cp1252, utf-16)") from None
+    return info.name
+
+
+def display(encoding: str) -> str:
+    """How an encoding is named to a user: the default (UTF-8 with an optional BOM) as UTF-8."""
+    return "UTF-8" if encoding in ("utf-8", "utf-8-sig") else encoding
+
+
+# -- locating undecodable bytes (only once a file failed to decode) ---------------------
+
+_MARK = "\udfff"  # a lone surrogate: strict decoders never produce one, so it marks a hit
+_found = threading.local()
+
+
+def _mark(exc: UnicodeError) -> tuple[str, int]:
+    """Codec error handler: note where the undecodable bytes are, mark them, go on."""
+    if not isinstance(exc, UnicodeDecodeError):
+        raise exc
+    _found.hits.append((exc.start, bytes(exc.object[exc.start : exc.end])))
+    return _MARK, exc.end
+
+
+codecs.register_error("concerto.kpi.mark", _mark)
+
+
+# Byte-order marks of the encodings that are not ASCII-compatible (UTF-32 first: its
+# little-endian mark begins with UTF-16's).
+_BOMS = (
+    ("UTF-32", codecs.BOM_UTF32_LE),
+    ("UTF-32", codecs.BOM_UTF32_BE),
+    ("UTF-16", codecs.BOM_UTF16_LE),
+    ("UTF-16", codecs.BOM_UTF16_BE),
+)
+
+
+def _pending(decoder: codecs.IncrementalDecoder) -> int:
+    """Bytes an incremental decoder holds from earlier input (a split multi-byte sequence)."""
+    try:
+        state = decoder.getstate()
+    except (AttributeError, NotImplementedError):  # pragma: no cover - every stdlib decoder has it
+        return 0
+    return len(state[0]) if isinstance(state[0], bytes) else 0
+
+
+def decode_errors(path: Path | str, encoding: str) -> CSVEncodingError:
+    """Every line of the file `encoding` cannot decode: line, byte offset and bytes.
+
+    One pass over the file in 64 KiB chunks with an incremental decoder whose error handler
+    marks each undecodable sequence; lines are counted by their line feeds. The first
+    MAX_ERRORS lines are described, all are counted.
+    """
+    name = codecs.lookup(encoding).name
+    errors: list[tuple[int, str]] = []
+    total = 0
+    with open(path, "rb") as handle:
+        head = handle.read(4)
+        bom = next((n for n, mark in _BOMS if head.startswith(mark)), None)
+        handle.seek(0)
+        consumed = 0
+        if name == "utf-8-sig":  # skip the mark here so offsets stay those of the file
+            name = "utf-8"
+            consumed = 3 if handle.read(3) == codecs.BOM_UTF8 else 0
+            handle.seek(consumed)
+        decoder = codecs.getincrementaldecoder(name)(errors="concerto.kpi.mark")
+        line, last_bad = 1, 0
+        final = False
+        while not final:
+            chunk = handle.read(1 << 16)
+            final = not chunk
+            base = consumed - _pending(decoder)
+            _found.hits = []
+            text = decoder.decode(chunk, final)
+            at = 0
+            for start, raw in _found.hits:
+                mark = text.find(_MARK, at)
+                if mark < 0:  # a codec that reported a position it did not mark
+                    break
+                line += text.count("\n", at, mark)
+                at = mark + 1
+                if line == last_bad:
+                    continue
+                last_bad = line
+                total += 1
+                if len(errors) < MAX_ERRORS:
+                    offset = base + start
+                    shown = " ".join(f"0x{b:02X}" for b in raw[:8])
+                    message = f"byte(s) {shown} at byte offset {offset} are not valid {display(encoding)}"
+                    if offset == 0 and bom and not name.startswith(bom.lower()):
+                        message += f" (the file starts with a {bom} byte-order mark)"
+                    errors.append((line, message))
+            line += text.count("\n", at)
+            consumed += len(chunk)
+    _found.hits = []
+    if not total:  # the text layer failed where this pass did not: name the file at least
+        errors, total = [(1, f"the file could not be decoded as {display(encoding)}")], 1
+    return CSVEncodingError(str(path), errors, total, encoding)
+
+
+# -- validation ----------------------------------------------------------------------------
 
 
 def parse_month(text: str) -> Month:
@@ -73,20 +224,23 @@ def parse_month(text: str) -> Month:
 
 
 class _Validator:
-    """Checks rows one by one; names, months and units seen once are cached (1M rows/load)."""
+    """Checks rows one by one; names, months and units seen once are cached (1M rows/load).
+
+    The caches grow with the distinct names and months of a file, never with its rows.
+    """
 
     def __init__(self, known_units: dict[str, str] | None) -> None:
         self.units = dict(known_units or {})
         self.unit_line: dict[str, int] = {}
-        self.names: set[str] = set()
+        self.kpis: set[str] = set()
+        self.departments: set[str] = set()
         self.months: dict[str, Month] = {}
 
-    def name(self, column: str, value: str) -> str:
-        if value not in self.names:
-            if not _NAME.match(value):
-                raise ValueError(f"{column} {value!r} must be lower-case words joined by hyphens")
-            self.names.add(value)
-        return value
+    @staticmethod
+    def name(column: str, value: str, seen: set[str]) -> None:
+        if not _NAME.match(value):
+            raise ValueError(f"{column} {value!r} must be lower-case words joined by hyphens")
+        seen.add(value)
 
     def month(self, text: str) -> Month:
         month = self.months.get(text)
@@ -94,10 +248,12 @@ class _Validator:
             month = self.months[text] = parse_month(text)
         return month
 
-    def row(self, line: int, kpi: str, dept: str, month: str, value: str, unit: str, notes: str) -> KPIRecord:
+    def row(self, line: int, kpi: str, dept: str, month: str, value: str, unit: str, notes: str) -> Row:
         kpi, dept, unit, notes = kpi.strip(), dept.strip(), unit.strip(), notes.strip()
-        self.name("kpi", kpi)
-        self.name("department", dept)
+        if kpi not in self.kpis:
+            self.name("kpi", kpi, self.kpis)
+        if dept not in self.departments:
+            self.name("department", dept, self.departments)
         try:
             number = float(value)
         except ValueError:
@@ -115,45 +271,119 @@ class _Validator:
             raise ValueError(
                 f"unit {unit!r} differs from {known!r} used for {kpi} (line {self.unit_line[kpi]} or the store)"
             )
-        return KPIRecord(kpi, dept, parsed, number, unit, notes)
+        return kpi, dept, parsed, number, unit, notes
 
 
-def read_csv(path: Path | str, known_units: dict[str, str] | None = None) -> list[KPIRecord]:
+@dataclass
+class CSVSummary:
+    """What a pass over a valid file found: its record count and the names a load adds."""
+
+    records: int
+    units: dict[str, str] = field(default_factory=dict)  # KPI → unit, for the file's KPIs
+    departments: set[str] = field(default_factory=set)
+
+
+class CSVFile:
+    """A CSV of KPI records, read as a stream: the file is never held in memory whole.
+
+    `known_units` are the units the store already holds (a KPI keeps one unit). `encoding`
+    is any Python text encoding; the default reads UTF-8 with or without a byte-order mark.
+    """
+
+    def __init__(
+        self,
+        path: Path | str,
+        known_units: dict[str, str] | None = None,
+        encoding: str = DEFAULT_ENCODING,
+    ) -> None:
+        self.path = path
+        self.known_units = dict(known_units or {})
+        self.encoding = check_encoding(encoding)
+        self.summary: CSVSummary | None = None
+
+    def validate(self) -> CSVSummary:
+        """Check every row, keeping no records; CSVError lists the first bad rows by line."""
+        for _ in self.rows():
+            pass
+        assert self.summary is not None
+        return self.summary
+
+    def scan(self) -> Iterator[KPIRecord]:
+        """Every valid record in file order, then CSVError if any row was bad (see `rows`)."""
+        for row in self.rows():
+            yield KPIRecord(*row)
+
+    def rows(self) -> Iterator[Row]:
+        """Every valid row in file order as a `Row` tuple, then CSVError if any row was bad.
+
+        A caller that keeps what it is given must therefore discard it on CSVError (all or
+        nothing). Bad rows are collected (the first MAX_ERRORS described, all counted); a
+        decoding failure anywhere is reported instead as every undecodable line
+        (`CSVEncodingError`). Once the last row is read, `summary` is set.
+        """
+        path = str(self.path)
+        check = _Validator(self.known_units)
+        errors: list[tuple[int, str]] = []
+        total = count = 0
+        try:
+            with open(self.path, newline="", encoding=self.encoding) as handle:
+                reader = csv.reader(handle)
+                try:
+                    header = [h.strip() for h in next(reader, [])]
+                    if header:  # a byte-order mark left by an encoding that keeps it ("utf-8")
+                        header[0] = header[0].lstrip("\ufeff").strip()
+                except csv.Error as exc:
+                    raise CSVError(path, [(1, f"the header is not valid CSV: {exc}")], 1) from None
+                missing = [c for c in REQUIRED if c not in header]
+                if missing:
+                    message = f"missing column(s): {', '.join(missing)}; expected {', '.join(COLUMNS)}"
+                    if any("\x00" in h for h in header):
+                        message += " (the header holds NUL characters: is the file UTF-16? name its encoding)"
+                    raise CSVError(path, [(1, message)], 1)
+                has_notes = "notes" in header
+                fields = itemgetter(*(header.index(c) for c in REQUIRED), header.index("notes") if has_notes else 0)
+                width = len(header)
+                row_of = check.row
+                while True:  # restarted after a row the csv module cannot parse
+                    try:
+                        for row in reader:
+                            line = reader.line_num
+                            try:
+                                if len(row) != width:
+                                    if not row:
+                                        continue  # a blank line
+                                    raise ValueError(f"expected {width} fields, found {len(row)}")
+                                kpi, dept, month, value, unit, notes = fields(row)
+                                valid = row_of(line, kpi, dept, month, value, unit, notes if has_notes else "")
+                            except ValueError as exc:
+                                total += 1
+                                if len(errors) < MAX_ERRORS:
+                                    errors.append((line, str(exc)))
+                                continue
+                            count += 1
+                            yield valid
+                        break
+                    except csv.Error as exc:
+                        total += 1
+                        if len(errors) < MAX_ERRORS:
+                            errors.append((reader.line_num, f"not valid CSV: {exc}"))
+        except UnicodeDecodeError:
+            raise decode_errors(self.path, self.encoding) from None
+        if total:
+            raise CSVError(path, errors, total)
+        self.summary = CSVSummary(count, {k: check.units[k] for k in check.kpis}, check.departments)
+
+
+def read_csv(
+    path: Path | str, known_units: dict[str, str] | None = None, encoding: str = DEFAULT_ENCODING
+) -> list[KPIRecord]:
     """Every record of the file, or `CSVError` listing bad rows by line number.
 
     A KPI keeps one unit: across the file and against `known_units` (what the store holds).
+    Holds the whole file's records: for loading a large file use `KPIStore.load_csv`,
+    which streams it.
     """
-    check = _Validator(known_units)
-    records: list[KPIRecord] = []
-    errors: list[tuple[int, str]] = []
-    total = 0
-    with open(path, newline="", encoding="utf-8-sig") as handle:
-        reader = csv.reader(handle)
-        header = [h.strip() for h in next(reader, [])]
-        missing = [c for c in REQUIRED if c not in header]
-        if missing:
-            message = f"missing column(s): {', '.join(missing)}; expected {', '.join(COLUMNS)}"
-            raise CSVError(str(path), [(1, message)], 1)
-        at = [header.index(c) for c in REQUIRED]
-        notes_at = header.index("notes") if "notes" in header else None
-        width = len(header)
-        for row in reader:
-            line = reader.line_num
-            try:
-                if len(row) != width:
-                    if not row:
-                        continue  # a blank line
-                    raise ValueError(f"expected {width} fields, found {len(row)}")
-                notes = row[notes_at] if notes_at is not None else ""
-                kpi, dept, month, value, unit = (row[i] for i in at)
-                records.append(check.row(line, kpi, dept, month, value, unit, notes))
-            except ValueError as exc:
-                total += 1
-                if len(errors) < MAX_ERRORS:
-                    errors.append((line, str(exc)))
-    if total:
-        raise CSVError(str(path), errors, total)
-    return records
+    return list(CSVFile(path, known_units, encoding).scan())
 
 
 def write_csv(path: Path | str, records: Iterable[KPIRecord]) -> int:
