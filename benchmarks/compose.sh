@@ -18,9 +18,10 @@ cd "$(dirname "$0")/.."
   echo ".venv/bin/python benchmarks/bench_metrics.py --output benchmarks/results/metrics.md   # starts its own Prometheus"
   echo ".venv/bin/python benchmarks/bench_analytics.py   # writes results/analytics.md; starts its own PostgreSQL"
   echo ".venv/bin/python benchmarks/bench_accuracy.py --backend both --output benchmarks/results/accuracy.md"
+  echo ".venv/bin/python benchmarks/bench_questions.py   # KPI and metrics question sets; writes results/questions.md"
   echo "bash benchmarks/compose.sh                     # rebuilds this file"
   echo '```'
-  for part in engine city kpi kpi_load metrics packs analytics accuracy; do
+  for part in engine city kpi kpi_load metrics questions packs analytics accuracy; do
     f="benchmarks/results/$part.md"
     [ -f "$f" ] || continue
     echo

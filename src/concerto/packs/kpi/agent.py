@@ -252,7 +252,8 @@ class KPIAgent(Agent):
 
         store = _store(self)
         self._check_names(store, queries)
-        series = [Series(q, store.query(q.kpi, q.department, q.first_month, q.last_month)) for q in queries]
+        found = store.query_many([(q.kpi, q.department, q.first_month, q.last_month) for q in queries])
+        series = [Series(q, records) for q, records in zip(queries, found, strict=True)]
         texts = [q.to_text() for q in queries]
         if not any(s.records for s in series):
             raise AgentFailure(
