@@ -111,6 +111,11 @@ def steps(question: str) -> list[str]:
 
 
 def clauses(question: str) -> list[str]:
-    """The parts of a question joined by "and", commas and the like."""
+    """The parts of a question joined by "and", commas and the like.
+
+    A part of one word is an item of a list ("Seattle, Boston and Gotham", "top and bottom
+    states"), not a request of its own, so it stays with the part it belongs to.
+    """
     parts = [p.strip() for p in _CLAUSES.split(question) if p and p.strip()]
-    return parts
+    requests = [p for p in parts if len(p.split()) > 1]
+    return requests if len(requests) > 1 else [question.strip()]
