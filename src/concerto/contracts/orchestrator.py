@@ -13,6 +13,16 @@ from concerto.contracts.common import AgentName, ExecutionStatus
 from concerto.contracts.dispatch import AgentDispatchResponse
 
 MAX_QUERY_CHARS = 500  # 002_*.txt: "Text length must be < 500 characters"
+# Blank characters: Python's whitespace (what str.strip removes) and ECMAScript's (what `\s`
+# means in the OpenAPI document's patterns) together, so a question the document calls
+# non-empty is one the validator calls non-empty ("\x85" is blank to Python only, "\ufeff"
+# to ECMAScript only).
+BLANK = (
+    "\t\n\v\f\r \x1c\x1d\x1e\x1f\x85\xa0\u1680"
+    + "".join(map(chr, range(0x2000, 0x200B)))
+    + ("\u2028\u2029\u202f\u205f\u3000\ufeff")
+)
+_NOT_BLANK = "[^" + "".join(f"\\u{ord(c):04x}" for c in BLANK) + "]"
 MAX_NAME_CHARS = 128
 MAX_CONTEXT_CHARS = 4000
 MAX_PARAMETERS = 32
@@ -47,7 +57,7 @@ class OrchestratorInput(BaseAgentInput):
         ...,
         description="User's natural language query",
         # What `_query_rules` enforces, for the OpenAPI document (its messages are kinder than the constraints').
-        json_schema_extra={"minLength": 1, "maxLength": MAX_QUERY_CHARS - 1, "pattern": r"\S"},
+        json_schema_extra={"minLength": 1, "maxLength": MAX_QUERY_CHARS - 1, "pattern": _NOT_BLANK},
     )
     brand: str | None = Field(
         None, max_length=MAX_NAME_CHARS, description="Brand context (Remibrutinib, Fabhalta, Kisqali)"
@@ -120,7 +130,7 @@ class OrchestratorInput(BaseAgentInput):
     @field_validator("query")
     @classmethod
     def _query_rules(cls, value: str) -> str:
-        text = value.strip()
+        text = value.strip(BLANK)
         if not text:
             raise ValueError("the question is empty; ask something, e.g. 'what time is it in Seattle?'")
         if len(text) >= MAX_QUERY_CHARS:
