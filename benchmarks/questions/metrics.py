@@ -86,9 +86,10 @@ def plan(question: str, now: datetime, metrics: Iterable[str] | str | Path | Non
     `"missing": [...]`, the parts of the question left unanswered, when there are any) or
     `{"error_type": ...}` with the error type of 003_*.txt the agent would answer with.
     """
+    from concerto.packs.metrics.labels import check_labels
     from concerto.packs.metrics.models import MetricsQueryFailure
     from concerto.packs.metrics.node import validate
-    from concerto.packs.metrics.parser import check_labels, parse_question
+    from concerto.packs.metrics.parser import parse_question
 
     if now.tzinfo is None:
         now = now.replace(tzinfo=UTC)

@@ -16,9 +16,10 @@ import pytest
 from concerto.nlp.embeddings import Embedder
 from concerto.packs.metrics.backend import MetricInfo, Series
 from concerto.packs.metrics.format import build_result
+from concerto.packs.metrics.labels import check_labels
 from concerto.packs.metrics.models import Comparison, MetricsQueryFailure
 from concerto.packs.metrics.node import validate
-from concerto.packs.metrics.parser import check_labels, parse_question, read_text
+from concerto.packs.metrics.parser import parse_question, read_text
 from concerto.packs.metrics.timeparse import make_range
 
 NOW = datetime(2025, 6, 15, 12, 0, tzinfo=UTC)

@@ -265,7 +265,7 @@ async def process(state: MetricsQueryState, deps: NodeDeps) -> NodeRun:
     """Run the five steps on `state` and return the updated state with step timings."""
     from concerto.packs.metrics.backend import get_backend
     from concerto.packs.metrics.format import build_result
-    from concerto.packs.metrics.parser import check_labels, label_checked_metrics
+    from concerto.packs.metrics.labels import check_labels, label_checked_metrics
 
     started = time.perf_counter()
     now = deps.now or datetime.now(UTC)
