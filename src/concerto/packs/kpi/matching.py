@@ -107,9 +107,6 @@ def normalize(text: str) -> str:
     return re.sub(r"[\s_/]+", " ", text.lower())
 
 
-_norm = normalize
-
-
 def _literal(text: str, kind: str, catalog: Catalog) -> tuple[str, tuple[int, int]] | None:
     """The longest stored name (or alias) written in the text: hyphens, spaces, a plural."""
     found = _literals(text, kind, catalog)
@@ -160,7 +157,7 @@ def match_names(
     """The best stored name of each kind in `text` (which should exclude the period)."""
     import numpy as np
 
-    lowered = _norm(text)
+    lowered = normalize(text)
     out: dict[str, NameMatch] = {}
     taken: list[tuple[int, int]] = []
     for kind in kinds:
