@@ -116,6 +116,9 @@ class DataContext(BaseModel):
         default_factory=list, description="Text columns with embeddings, for semantic search"
     )
     notes: list[str] = Field(default_factory=list, description="What loading changed or noticed")
+    built_in: str | None = Field(
+        None, description="The pack that ships this source (e.g. commercial); None for a user's own"
+    )
 
     def column_of(self, logical: str) -> str | None:
         """The table column a logical name (or a column name) refers to."""

@@ -16,7 +16,7 @@ import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import duckdb
 from sqlglot import exp
@@ -25,6 +25,8 @@ from concerto.data.context import DataContext, ProfileOverrides
 from concerto.data.load import LoadError, read_file
 from concerto.data.profile import profile_table
 from concerto.data.store import QueryFailed, QueryResult, SourceError, Store, source_name
+
+T = TypeVar("T")
 
 
 class DuckDBStore(Store):
@@ -138,13 +140,22 @@ class DuckDBStore(Store):
             return con
 
     def _run(self, context: DataContext, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+        def rows(cursor: duckdb.DuckDBPyConnection) -> tuple[list[str], list[tuple[Any, ...]]]:
+            cursor.execute(sql)
+            return [d[0] for d in cursor.description or []], cursor.fetchall()
+
+        return self._fetch(context, rows)
+
+    def _arrow(self, context: DataContext, sql: str) -> Any:
+        return self._fetch(context, lambda cursor: cursor.sql(sql).to_arrow_table())
+
+    def _fetch(self, context: DataContext, run: Callable[[duckdb.DuckDBPyConnection], T]) -> T:
+        """Run checked SQL (inside `run`) on a cursor of the locked reader, under the time limit."""
         cursor = self._reader(context.name).cursor()
         timer = threading.Timer(self.timeout_s, cursor.interrupt)
         timer.start()
         try:
-            cursor.execute(sql)
-            columns = [d[0] for d in cursor.description or []]
-            return columns, cursor.fetchall()
+            return run(cursor)
         except duckdb.InterruptException:
             raise QueryFailed(
                 f"the query did not finish within {self.timeout_s:g} s (CONCERTO_DATA_QUERY_TIMEOUT_S)"

@@ -64,11 +64,12 @@ def _embedder(resources: Resources | None) -> Callable[[], Embedder]:
 
 def choose(store: Store, name: str | None = None) -> DataContext:
     """The source a question is about: the one named, else the only one the user loaded,
-    else the demo (loaded on first use, so every agent answers on a fresh install)."""
+    else the demo (loaded on first use, so every agent answers on a fresh install). Sources a
+    pack ships (`built_in`, e.g. the commercial data set) are used only when named."""
     if name:
         return store.context(name)
     loaded = store.contexts()
-    mine = [c for c in loaded if c.name != DEMO]
+    mine = [c for c in loaded if c.name != DEMO and c.built_in is None]
     if len(mine) == 1:
         return mine[0]
     if len(mine) > 1:

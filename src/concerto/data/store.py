@@ -150,6 +150,31 @@ class Store(ABC):
             duration_ms=(time.perf_counter() - started) * 1000,
         )
 
+    def table(self, context: DataContext, columns: list[str], *, max_rows: int) -> Any:
+        """Whole columns of the source as an Arrow table, for agents that fit models on every
+        row (the commercial pack's statistics) rather than read aggregates. The SELECT is
+        checked like any other; `max_rows` bounds memory (more rows: `QueryFailed`)."""
+        unknown = [c for c in columns if c not in context.detected_types]
+        if unknown:
+            raise SourceError(f"{context.name} has no column {', '.join(map(repr, unknown))}")
+        if context.row_count > max_rows:
+            raise QueryFailed(
+                f"{context.name} has {context.row_count:,} rows, more than the {max_rows:,} an analysis may read"
+            )
+        schema = {context.table: {c: p.type for c, p in context.detected_types.items()}}
+        query = exp.select(*(exp.column(c, quoted=True) for c in columns)).from_(
+            exp.to_table(context.table, quoted=True)
+        )
+        checked = self._adapt(check_query(query, schema, dialect=self.dialect))
+        return self._arrow(context, checked.sql(dialect=self.dialect))
+
+    def _arrow(self, context: DataContext, sql: str) -> Any:
+        """Checked SQL's rows as an Arrow table; stores with a native Arrow path override it."""
+        import pyarrow as pa
+
+        names, rows = self._run(context, sql)
+        return pa.table({n: [r[i] for r in rows] for i, n in enumerate(names)})
+
     def nearest(self, context: DataContext, column: str, vector: Any, k: int) -> QueryResult:
         """The `k` values of an embedded column most similar (cosine) to `vector`, as rows of
         `value, similarity`. Here: the column's vectors are fetched by a checked query and

@@ -1,1 +1,1 @@
-"""Commercial analytics pack (001_*.txt): so far its intent table; the nine agents come next."""
+"""Commercial analytics pack (001_*.txt): nine statistics agents over commercial pharma data."""
