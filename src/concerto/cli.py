@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import click
@@ -94,9 +94,15 @@ def main() -> None:
 @main.command(cls=InputCommand)
 @click.argument("question")
 @click.option("--json", "as_json", is_flag=True, help="Print the output contract as one JSON object.")
+@click.option(
+    "--yaml",
+    "as_yaml",
+    is_flag=True,
+    help="Print each agent's result as the spec's agent_to_orchestrator YAML handoff (one document per agent).",
+)
 @click.option("--now", help="Fix the clock every agent sees (ISO 8601), e.g. 2025-06-15T12:00:00Z.")
 @click.option("--trace", is_flag=True, help="Show every step (events) live on stderr.")
-def ask(question: str, as_json: bool, now: str | None, trace: bool, **fields: Any) -> None:
+def ask(question: str, as_json: bool, as_yaml: bool, now: str | None, trace: bool, **fields: Any) -> None:
     """Ask a question and print the answer (exit code 1 if the query failed).
 
     Every field of the input contract (`OrchestratorInput`) is an option below;
@@ -107,14 +113,23 @@ def ask(question: str, as_json: bool, now: str | None, trace: bool, **fields: An
       concerto ask "show CPU usage for the last hour"
       concerto ask "what time is it in Chicago?" --now 2025-03-09T08:30:00Z --json
       concerto ask "home-loan attrition rate last month" --format brief --trace
+      concerto ask "What's the impact of increased sampling on Kisqali prescriptions?" --yaml
     """
     fixed_now = _parse_now(now)
     payload: dict[str, Any] = {"query": question, **input_values(fields)}
+    started = datetime.now(UTC)
     result = asyncio.run(_ask(payload, fixed_now, trace))
     from concerto.contracts.orchestrator import OrchestratorOutput
 
     if as_json:
         click.echo(result.model_dump_json(indent=2))
+    elif as_yaml:
+        from concerto.contracts.handoff import result_yaml
+        from concerto.settings import Settings
+
+        settings = Settings()
+        model = settings.llm_model if settings.llm_configured else None
+        click.echo(result_yaml(result, start_time=started.isoformat(), model_used=model), nl=False)
     else:
         from concerto.cli_render import render_result
 

@@ -116,3 +116,33 @@ def test_spec_examples_round_trip(cls, text: str) -> None:  # type: ignore[no-un
 def test_malformed_documents_get_a_readable_error(text: str, reason: str) -> None:
     with pytest.raises(HandoffError, match=reason):
         OrchestratorToAgent.from_yaml(text)
+
+
+def test_a_dispatch_response_becomes_the_agent_to_orchestrator_document() -> None:
+    from concerto.contracts.common import AgentError, ErrorKind, ExecutionStatus
+    from concerto.contracts.dispatch import AgentDispatchResponse
+    from concerto.contracts.handoff import responses_yaml
+
+    response = AgentDispatchResponse(
+        agent="causal_impact",
+        task_id="t1",
+        status=ExecutionStatus.COMPLETED,
+        total_latency_ms=15234.4,
+        output={
+            "ate": 2.3,
+            "confidence_interval": [1.8, 2.8],
+            "recommendations": ["Consider increasing sampling budget for high-potential HCPs"],
+            "requires_further_analysis": True,
+        },
+        key_findings=["Positive causal effect of 2.3 additional Rx per HCP"],
+        errors=[AgentError(agent="causal_impact", kind=ErrorKind.NOT_FOUND, error_type="unanswered_part", message="x")],
+    )
+    text = responses_yaml([response, response], execution_id="abc123", start_time="2025-01-15T10:30:00Z")
+    first, second = list(yaml.safe_load_all(text))
+    assert first == second
+    document = AgentToOrchestrator.model_validate(first["agent_to_orchestrator"])
+    assert document.payload["ate"] == 2.3 and "recommendations" not in document.payload
+    assert document.recommendations == ["Consider increasing sampling budget for high-potential HCPs"]
+    assert document.requires_further_analysis is True
+    assert document.metadata.execution_id == "abc123:t1" and document.metadata.latency_ms == 15234
+    assert document.payload["errors"][0]["error_type"] == "unanswered_part"

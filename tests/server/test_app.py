@@ -42,6 +42,20 @@ def test_ask_returns_the_output_contract(client: TestClient) -> None:
     assert body["agent_results"][0]["output"]["echo_text"] == "hello"
 
 
+def test_ask_as_yaml_gives_one_handoff_document_per_agent(client: TestClient) -> None:
+    from concerto.contracts.handoff import AgentToOrchestrator
+
+    r = client.post("/v1/ask", json={"query": "echo: hello"}, headers={"accept": "application/yaml"})
+    assert r.status_code == 200 and r.headers["content-type"].startswith("application/yaml")
+    document = AgentToOrchestrator.from_yaml(r.text)
+    assert document.source_agent == "echo" and document.payload["echo_text"] == "hello"
+    assert document.metadata.execution_id and document.metadata.start_time
+    failed = client.post(
+        "/v1/ask", json={"query": "compose a sonnet about cheese"}, headers={"accept": "application/yaml"}
+    )
+    assert failed.status_code == 422 and "orchestrator_error:" in failed.text and "error_category" in failed.text
+
+
 @pytest.mark.parametrize(
     ("payload", "status"),
     [

@@ -7,12 +7,18 @@ dump reads like the spec's examples.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+if TYPE_CHECKING:
+    from concerto.contracts.dispatch import AgentDispatchResponse
+    from concerto.contracts.orchestrator import OrchestratorErrorResponse, OrchestratorOutput
+
 T = TypeVar("T", bound="HandoffDocument")
+# Output keys that are fields of the response document itself, not of its payload.
+_RESPONSE_FIELDS = ("recommendations", "requires_further_analysis")
 
 
 class HandoffError(ValueError):
@@ -89,6 +95,49 @@ class AgentToOrchestrator(HandoffDocument):
     recommendations: list[str] = []
     requires_further_analysis: bool = False
 
+    @classmethod
+    def from_response(
+        cls, response: AgentDispatchResponse, *, execution_id: str, start_time: str, model_used: str | None = None
+    ) -> AgentToOrchestrator:
+        """An agent's dispatch response as the spec's document: its output is the payload (less
+        `recommendations` and `requires_further_analysis`, which are the document's own fields);
+        `start_time` is the query's, `latency_ms` the task's total."""
+        output = dict(response.output)
+        recommendations = output.pop("recommendations", None) or []
+        further = bool(output.pop("requires_further_analysis", False))
+        if response.errors:
+            output["errors"] = [e.model_dump(mode="json", exclude_none=True) for e in response.errors]
+        return cls(
+            source_agent=response.agent,
+            payload=output,
+            metadata=ResponseMetadata(
+                execution_id=execution_id,
+                start_time=start_time,
+                latency_ms=round(response.total_latency_ms),
+                model_used=model_used,
+                status=response.status.value,
+            ),
+            key_findings=response.key_findings,
+            recommendations=[str(r) for r in recommendations],
+            requires_further_analysis=further,
+        )
+
+
+def responses_yaml(
+    results: list[AgentDispatchResponse], *, execution_id: str, start_time: str, model_used: str | None = None
+) -> str:
+    """Every agent's response as `agent_to_orchestrator` documents, one YAML document each."""
+    documents = [
+        AgentToOrchestrator.from_response(
+            r,
+            execution_id=f"{execution_id}:{r.task_id}" if r.task_id else execution_id,
+            start_time=start_time,
+            model_used=model_used,
+        ).to_yaml()
+        for r in results
+    ]
+    return "---\n".join(documents)
+
 
 class AnalysisResult(BaseModel):
     model_config = ConfigDict(extra="allow")
@@ -112,3 +161,23 @@ class OrchestratorSynthesis(HandoffDocument):
     target_agent: str
     handoff_type: Literal["request"] = "request"
     payload: SynthesisPayload
+
+
+def result_yaml(
+    result: OrchestratorOutput | OrchestratorErrorResponse, *, start_time: str, model_used: str | None = None
+) -> str:
+    """A question's result as YAML: one `agent_to_orchestrator` document per agent that ran;
+    a failed question first gives its error (`orchestrator_error`), then what it salvaged."""
+    from concerto.contracts.orchestrator import OrchestratorErrorResponse
+
+    if isinstance(result, OrchestratorErrorResponse):
+        error = result.model_dump(mode="json", exclude={"partial_results"}, exclude_none=True)
+        head = yaml.safe_dump({"orchestrator_error": error}, sort_keys=False, allow_unicode=True)
+        rest = result.partial_results or []
+        if not rest:
+            return head
+        tail = responses_yaml(rest, execution_id=result.query_id, start_time=start_time, model_used=model_used)
+        return head + "---\n" + tail
+    return responses_yaml(
+        result.agent_results, execution_id=result.query_id, start_time=start_time, model_used=model_used
+    )

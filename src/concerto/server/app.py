@@ -12,7 +12,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import AsyncIterable, AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -29,6 +29,7 @@ from concerto.agents.base import AgentInfo
 from concerto.agents.loader import Packs, load_packs
 from concerto.agents.pack import resolve
 from concerto.contracts.events import Event
+from concerto.contracts.handoff import result_yaml
 from concerto.contracts.orchestrator import OrchestratorErrorResponse, OrchestratorInput, OrchestratorOutput
 from concerto.orchestrator.engine import Orchestrator, validation_message
 from concerto.settings import Settings
@@ -47,6 +48,11 @@ STATUS = {
 ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": OrchestratorErrorResponse, "description": "The error contract"}
     for status in sorted(set(STATUS.values()))
+}
+YAML_RESPONSE: dict[str, Any] = {
+    "description": "The output contract; with `Accept: application/yaml`, one `agent_to_orchestrator` "
+    "YAML document per agent (001_*.txt's handoff)",
+    "content": {"application/yaml": {"schema": {"type": "string"}}},
 }
 StreamItem = Event | OrchestratorOutput | OrchestratorErrorResponse
 SSE_DESCRIPTION = (
@@ -151,10 +157,23 @@ def create_app(settings: Settings | None = None, orchestrator: Orchestrator | No
     def _orch(request: Request) -> Orchestrator:
         return request.app.state.orchestrator
 
-    @app.post("/v1/ask", response_model=OrchestratorOutput, responses=ERRORS)
+    @app.post("/v1/ask", response_model=OrchestratorOutput, responses={**ERRORS, 200: YAML_RESPONSE})
     async def ask(body: AskRequest, request: Request) -> Any:
-        """Answer a question; errors come back in the `OrchestratorErrorResponse` shape."""
-        result = await _orch(request).ask(_input(body), now=body.now)
+        """Answer a question; errors come back in the `OrchestratorErrorResponse` shape. With
+        `Accept: application/yaml`, each agent's result as the spec's `agent_to_orchestrator`
+        YAML handoff (one document per agent)."""
+        started = datetime.now(UTC)
+        orchestrator = _orch(request)
+        result = await orchestrator.ask(_input(body), now=body.now)
+        if "application/yaml" in request.headers.get("accept", ""):
+            settings = orchestrator.settings
+            text = result_yaml(
+                result,
+                start_time=started.isoformat(),
+                model_used=settings.llm_model if settings.llm_configured else None,
+            )
+            status = STATUS[result.error_category] if isinstance(result, OrchestratorErrorResponse) else 200
+            return Response(text, media_type="application/yaml", status_code=status)
         if isinstance(result, OrchestratorErrorResponse):
             return JSONResponse(result.model_dump(mode="json"), status_code=STATUS[result.error_category])
         return result

@@ -1,20 +1,19 @@
 """What every commercial agent shares: choosing the source (the built-in commercial data set
-unless `--source` names another), the brand filter, reading whole columns as a pandas
-frame, the transparency events, and the seed's `agent_to_orchestrator` payload shape.
+unless `--source` names another), the brand filter, reading whole columns as a pandas frame,
+the transparency events, and the seed's `agent_to_orchestrator` payload shape.
 
 An agent implements `analyse(work) -> Answer` (synchronous, run in a worker thread: the
-statistics are CPU work) and raises `AgentFailure` (or `invalid`) for anything a user
-must change. Its `Answer.payload` holds the seed's fields for that agent (for causal_impact:
-`ate`, `confidence_interval`, `p_value`, `robustness_passed`, `interpretation`); the base
-adds `recommendations`, `requires_further_analysis`, the source, the brand and the tables
-behind the answer.
+statistics are CPU work; or the async `answer(work)` when it awaits something) and raises
+`AgentFailure` (or `invalid`) for anything a user must change. Its `Answer.payload` holds
+the seed's fields for that agent (for causal_impact: `ate`, `confidence_interval`,
+`p_value`, `robustness_passed`, `interpretation`); the base adds `recommendations`,
+`requires_further_analysis`, the source, the brand and the tables behind the answer.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from abc import abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -180,7 +179,7 @@ class CommercialAgent(Agent):
             step=2,
         )
         await context.emit(EventType.ACTION, "Estimating", {"method": self.info.name}, step=3)
-        answer = await asyncio.to_thread(self.analyse, work)
+        answer = await self.answer(work)
         await context.emit(EventType.RESULT, "Analysis complete", {"summary": answer.summary[:200]}, step=4)
         output = {
             **answer.payload,
@@ -202,9 +201,14 @@ class CommercialAgent(Agent):
             unanswered=answer.unanswered,
         )
 
-    @abstractmethod
+    async def answer(self, work: Work) -> Answer:
+        """The answer: `analyse` in a worker thread (the statistics are CPU work). An agent that
+        awaits something itself (the explainer's LLM) overrides this instead."""
+        return await asyncio.to_thread(self.analyse, work)
+
     def analyse(self, work: Work) -> Answer:
         """Answer the question from `work` (runs in a worker thread)."""
+        raise NotImplementedError(f"{type(self).__name__} implements neither analyse nor answer")
 
     async def _source(self, store: Store, payload: dict[str, Any]) -> DataContext:
         """The source named by `--source` / `data_source_id`, else the built-in data set."""
