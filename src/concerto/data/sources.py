@@ -6,6 +6,7 @@ demo, which themselves build on the interface.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,6 +18,9 @@ if TYPE_CHECKING:
     from concerto.nlp.embeddings import Embedder
     from concerto.resources import Resources
     from concerto.settings import Settings
+
+
+_LOADING_DEMO = threading.Lock()
 
 
 def store_for(settings: Settings, resources: Resources | None = None) -> Store:
@@ -80,4 +84,6 @@ def choose(store: Store, name: str | None = None) -> DataContext:
         return demo
     from concerto.data.demo import load_demo
 
-    return load_demo(store)
+    with _LOADING_DEMO:  # two agents of one plan may both ask for it first (DuckDB: write-write conflict)
+        demo = next((c for c in store.contexts() if c.name == DEMO), None)
+        return demo if demo is not None else load_demo(store)

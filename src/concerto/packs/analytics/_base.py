@@ -369,12 +369,14 @@ class AnalyticsAgent(Agent):
     # -- what the router sees ----------------------------------------------------------------
 
     def holdings(self) -> Holdings | None:
-        """The loaded sources' names, columns and category values (the demo's before it loads)."""
+        """The loaded sources' names, columns and category values (the demo's before it loads).
+        Sources another pack ships (`built_in`: the commercial data set) are that pack's to
+        route to; a question reaches them here only by naming them with `--source`."""
         try:
             contexts = store_for(self.settings, self.resources).contexts()
         except (QueryFailed, SourceError):
             return None
-        return holdings_of(contexts)
+        return holdings_of([c for c in contexts if c.built_in is None])
 
     # -- shared steps ----------------------------------------------------------------------
 

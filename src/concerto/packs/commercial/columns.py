@@ -50,6 +50,8 @@ _STOP = frozenset(
 
 def _stem(word: str) -> str:
     word = _SYNONYMS.get(word, word)
+    if word.endswith("ies") and len(word) > 4:  # territories → territory, specialties → specialty
+        return word[:-3] + "y"
     return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
 
 

@@ -26,6 +26,7 @@ Planted, and recovered by the agents' tests:
 
 from __future__ import annotations
 
+import threading
 from dataclasses import asdict, dataclass, field
 from datetime import date
 from typing import TYPE_CHECKING, Any
@@ -57,6 +58,7 @@ REGIONS = {"Northeast": 6, "Southeast": 6, "Central": 6, "West": 6}  # territori
 GAP_TERRITORIES = ("T05", "T12", "T19")  # planted: about 45 % below potential (others about 10 %)
 CHANNELS = ("calls", "samples", "emails", "speaker_events")
 CONFOUNDERS = ("decile", "specialty")
+_LOADING = threading.Lock()  # two agents of one plan (health_score, drift_monitor) ask for it at once
 
 
 @dataclass
@@ -282,19 +284,25 @@ def truth(seed: int = SEED) -> Truth:
 
 def load_commercial(store: Store, name: str = PANEL) -> DataContext:
     """The built-in source `name` (`commercial` or `commercial_spend`), loaded on first use."""
+    from concerto.data.store import SourceError
+
+    if name not in PROFILES:
+        raise SourceError(f"no built-in commercial source '{name}'")
+    with _LOADING:
+        known = {c.name: c for c in store.contexts()}
+        if name in known:
+            return known[name]
+        return _load(store, name)
+
+
+def _load(store: Store, name: str) -> DataContext:
     import tempfile
     from pathlib import Path
 
     import pyarrow.parquet as pq
 
     from concerto.data.context import ProfileOverrides
-    from concerto.data.store import SourceError
 
-    known = {c.name: c for c in store.contexts()}
-    if name in known:
-        return known[name]
-    if name not in PROFILES:
-        raise SourceError(f"no built-in commercial source '{name}'")
     made = generate()
     table = made.panel if name == PANEL else made.spend
     with tempfile.TemporaryDirectory(prefix="concerto-commercial-") as tmp:

@@ -183,4 +183,3 @@ def _first_sentence(text: str) -> str:
     first = text.strip().split("\n")[0]
     match = re.match(r"(.+?[.!?])(\s|$)", first)
     return match.group(1) if match else first
-

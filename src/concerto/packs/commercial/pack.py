@@ -1,8 +1,6 @@
-"""The commercial pack (001_*.txt): INTENT_TO_AGENTS as an intent table.
-
-Its nine agents (causal_impact, gap_analyzer, ...) are not built yet; each intent of the
-table becomes active once the agents it names are registered.
-"""
+"""The commercial pack (001_*.txt): nine agents with real statistics over the built-in
+commercial data set (three brands' HCPs, activity and prescriptions) or any loaded source,
+and INTENT_TO_AGENTS as its intent table."""
 
 from pathlib import Path
 
@@ -10,6 +8,18 @@ from concerto.agents.pack import Pack
 
 pack = Pack(
     name="commercial",
-    description="Commercial analytics for pharmaceutical brands (001): intent table only, agents to come.",
+    description="Commercial analytics for pharmaceutical brands (001): causal effects, segments, gaps, "
+    "experiments, forecasts, budget allocation, data health and drift, explained.",
+    agents=[
+        "concerto.packs.commercial.causal_impact:CausalImpactAgent",
+        "concerto.packs.commercial.heterogeneous_optimizer:HeterogeneousOptimizerAgent",
+        "concerto.packs.commercial.gap_analyzer:GapAnalyzerAgent",
+        "concerto.packs.commercial.experiment_designer:ExperimentDesignerAgent",
+        "concerto.packs.commercial.prediction_synthesizer:PredictionSynthesizerAgent",
+        "concerto.packs.commercial.resource_optimizer:ResourceOptimizerAgent",
+        "concerto.packs.commercial.health_score:HealthScoreAgent",
+        "concerto.packs.commercial.drift_monitor:DriftMonitorAgent",
+        "concerto.packs.commercial.explainer:ExplainerAgent",
+    ],
     intents=[Path(__file__).with_name("intents.yaml")],
 )
