@@ -335,3 +335,11 @@ def test_read_request_phrases() -> None:
     assert request.by == ["territory"]
     assert request.minimum == {"*": 15000.0} and request.maximum == {"*": 40000.0}
     assert request.locked == {"T05": 30000.0}
+
+
+async def test_brand_and_total_budget_phrases(run_agent: Any) -> None:
+    result = await run_agent(ResourceOptimizerAgent, "Optimise the Kisqali marketing mix; keep total spend at $500k")
+    out = result.output
+    assert out["budget"] == pytest.approx(500_000) and out["by"] == ["channel"]
+    assert [u.part for u in result.unanswered] == ["brand Kisqali"]  # the spend data are not by brand
+    assert "for Kisqali" not in result.summary

@@ -4,10 +4,9 @@ intervals, and a change between two periods split into volume, mix and rate effe
 Gap. A segment's gap is Σ potential − Σ actual over its rows; its gap share is the gap over
 Σ potential (a ratio estimator) and its share of the total gap is its gap over the sum of
 all segments' gaps. The intervals come from a cluster bootstrap: the resampled unit is the
-entity (an HCP, whose months are correlated) within a segment, or the row when the source
-names no entity. The bootstrap uses Poisson(1) weights per unit (Chamandy et al. 2012,
-"Estimating uncertainty for massive data streams"), which approximates the multinomial
-bootstrap and is a single sparse matrix product per batch of replicates.
+entity (an HCP, whose months are correlated; its rows in each segment), or the row when the
+source names no entity. Each replicate's sums per segment are one sparse matrix product of
+the units' totals with their resampling counts.
 
 Change. Each period's outcome is written Y = Σ_s N · w_s · r_s, with N the volume (rows,
 e.g. HCP-months, per month when the periods have a time column), w_s = N_s / N the
@@ -31,6 +30,7 @@ import pandas as pd
 
 BOOTSTRAP = 500
 SEED = 16
+MAX_UNITS = 50_000
 _BATCH_CELLS = 4_000_000  # replicates × units per batch of the bootstrap
 
 
@@ -39,11 +39,11 @@ def _codes(values: pd.Series) -> tuple[np.ndarray, list[Any]]:
     return codes.astype(np.int64), list(uniques)
 
 
-def poisson_bootstrap(
+def bootstrap_sums(
     unit: np.ndarray, cell: np.ndarray, values: list[np.ndarray], n_cells: int, replicates: int, seed: int
 ) -> list[np.ndarray]:
     """Per value array, a (replicates × n_cells) array of its sums per cell, each replicate
-    weighting every resampling unit (`unit` codes) by an independent Poisson(1) draw."""
+    drawing the resampling units (`unit` codes) with replacement, as many as there are."""
     from scipy import sparse
 
     n_units = int(unit.max()) + 1 if len(unit) else 0
@@ -55,10 +55,21 @@ def poisson_bootstrap(
     batch = max(1, min(replicates, _BATCH_CELLS // max(n_units, 1)))
     for start in range(0, replicates, batch):
         stop = min(replicates, start + batch)
-        weights = rng.poisson(1.0, size=(stop - start, n_units)).astype(float)
+        size = stop - start
+        drawn = rng.integers(0, n_units, size=(size, n_units)) + (np.arange(size) * n_units)[:, None]
+        weights = np.bincount(drawn.ravel(), minlength=size * n_units).reshape(size, n_units).astype(float)
         for o, m in zip(out, matrices, strict=True):
             o[start:stop] = np.asarray((m.T @ weights.T).T)
     return out
+
+
+def row_units(rows: int, seed: int) -> np.ndarray:
+    """Resampling units when rows are independent: each row, or past `MAX_UNITS` rows random
+    blocks of rows (resampling random blocks of independent rows is still a valid bootstrap,
+    and keeps a million rows' bootstrap to a second)."""
+    if rows <= MAX_UNITS:
+        return np.arange(rows, dtype=np.int64)
+    return np.random.default_rng(seed).integers(0, MAX_UNITS, size=rows)
 
 
 def interval(draws: np.ndarray, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
@@ -106,7 +117,7 @@ def gaps(
     if cluster is not None:
         unit, _ = _codes(pd.Series(_codes(frame[cluster])[0] * n_seg + seg_codes))
     else:
-        unit = np.arange(len(frame), dtype=np.int64)
+        unit = row_units(len(frame), seed)
     a = frame[actual].to_numpy(dtype=float)
     p = frame[potential].to_numpy(dtype=float)
     sum_a = np.bincount(seg_codes, weights=a, minlength=n_seg)
@@ -119,7 +130,7 @@ def gaps(
     total_gap = gap.sum()
     of_total = gap / total_gap if total_gap != 0 else np.full(n_seg, np.nan)
 
-    boot_a, boot_p = poisson_bootstrap(unit, seg_codes, [a, p], n_seg, replicates, seed)
+    boot_a, boot_p = bootstrap_sums(unit, seg_codes, [a, p], n_seg, replicates, seed)
     boot_gap = boot_p - boot_a
     with np.errstate(all="ignore"):
         boot_share = np.where(boot_p != 0, boot_gap / boot_p, np.nan)
@@ -261,8 +272,8 @@ def change(
         new_segments=[str(s) for s, a, b in zip(segments, ns[0], ns[1], strict=True) if a == 0 and b > 0],
         vanished_segments=[str(s) for s, a, b in zip(segments, ns[0], ns[1], strict=True) if a > 0 and b == 0],
     )
-    unit = _codes(frame[cluster])[0] if cluster is not None else np.arange(len(frame), dtype=np.int64)
-    boot_y, boot_n = poisson_bootstrap(unit, cell, [y, ones], 2 * n_seg, replicates, seed)
+    unit = _codes(frame[cluster])[0] if cluster is not None else row_units(len(frame), seed)
+    boot_y, boot_n = bootstrap_sums(unit, cell, [y, ones], 2 * n_seg, replicates, seed)
     by = boot_y.reshape(replicates, 2, n_seg) * scale[None, :, None]
     bn = boot_n.reshape(replicates, 2, n_seg) * scale[None, :, None]
     bv, bm, br = split_change(by[:, 0], bn[:, 0], by[:, 1], bn[:, 1])

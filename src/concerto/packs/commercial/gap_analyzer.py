@@ -304,7 +304,7 @@ def _gap_answer(
     total_share = result.total_gap / result.total_potential
     noun = segment.replace("_", " ")
     plural = _plural(noun)
-    unit = f"resampling {cluster}s" if cluster else "resampling rows"
+    unit = f"resampling {cluster} values with all their rows" if cluster else "resampling rows"
 
     def row(r: Any) -> dict[str, Any]:
         return {
@@ -345,7 +345,8 @@ def _gap_answer(
             },
             "gaps": [row(r) for r in t.itertuples()],
             "uncertainty": {
-                "method": f"cluster bootstrap ({unit} within each {noun}, Poisson weights)",
+                "method": f"percentile bootstrap, {unit}"
+                + (f" (the rows of one {cluster} are not independent)" if cluster else ""),
                 "replicates": result.replicates,
                 "level": 0.95,
             },

@@ -165,7 +165,17 @@ class ResourceOptimizerAgent(CommercialAgent):
                 "Use data where each unit's spend varies over time (at least 4 observations per unit).",
                 error_type="no_variation" if not varies else "fit_failed",
             )
-        return _answer(work, request, fitted, spend, outcome)
+        answer = _answer(work, request, fitted, spend, outcome)
+        if work.brand and "brand" not in source.columns:
+            answer.unanswered.append(
+                Unanswered(
+                    part=f"brand {work.brand}",
+                    reason=f"{source.name} is not split by brand, so the plan covers the whole promotion budget",
+                    error_type="not_by_brand",
+                    suggestion="Load spend data with a brand column and choose it with --source.",
+                )
+            )
+        return answer
 
 
 def read_request(work: Work) -> Request:
@@ -217,7 +227,10 @@ def read_request(work: Work) -> Request:
     if locked is None:
         for m in _LOCK.finditer(text):
             what = m.group("what").strip()
-            if not cols.words_of(what) or cols.words_of(what) == ["budget"]:
+            if set(cols.words_of(what)) <= {"total", "overall", "budget", "marketing", "promotion", "promotional"}:
+                if m.group("amt") and request.budget is None and request.budget_change is None:
+                    request.budget = money(m.group("amt"))  # "keep total spend at $500k": the budget
+                    request.budget_from = f"the question: {m.group(0).strip()}"
                 continue
             request.locked[what] = money(m.group("amt")) if m.group("amt") else None
     return request
@@ -296,7 +309,7 @@ def _plural(noun: str) -> str:
 
 
 def _for_brand(work: Work) -> str:
-    return f" for {work.brand}" if work.brand else ""
+    return f" for {work.brand}" if work.brand and "brand" in work.source.columns else ""
 
 
 def _measure(work: Work, role: str, default: str, roles: tuple[Role, ...], exclude: str | None = None) -> str:
@@ -577,6 +590,14 @@ def _answer(work: Work, request: Request, fitted: response_curves.Fitted, spend:
             f"{lift:+,.1f} {outcome} a month ({payload['expected_lift_pct']:+.1f}%, 95% interval "
             f"{lift_lo:+,.1f} to {lift_hi:+,.1f}) over the current allocation"
         )
+    if not same_budget and not fallback:
+        same = payload["expected_lift_vs_same_mix"]
+        lo, hi = payload["expected_lift_vs_same_mix_interval"]
+        headline += f"; {same:+,.1f} (95% interval {lo:+,.1f} to {hi:+,.1f}) against today's mix scaled to the budget"
+    if not base_feasible:
+        i = int(np.argmax((base < bounds.lower - 1e-6) | (base > bounds.upper + 1e-6)))
+        side = "below its minimum" if base[i] < bounds.lower[i] - 1e-6 else "above its maximum"
+        headline += f" (today's mix breaks the constraints: {names[i]} is {side})"
     answer.summary = headline + _for_brand(work) + "."
     payload["interpretation"] = answer.summary
     answer.key_findings.append(headline)
