@@ -19,9 +19,10 @@ cd "$(dirname "$0")/.."
   echo ".venv/bin/python benchmarks/bench_analytics.py   # writes results/analytics.md; starts its own PostgreSQL"
   echo ".venv/bin/python benchmarks/bench_accuracy.py --backend both --output benchmarks/results/accuracy.md"
   echo ".venv/bin/python benchmarks/bench_questions.py   # KPI and metrics question sets; writes results/questions.md"
+  echo ".venv/bin/python benchmarks/bench_commercial.py --causal-venv .venv-causal   # writes results/commercial.md"
   echo "bash benchmarks/compose.sh                     # rebuilds this file"
   echo '```'
-  for part in engine city kpi kpi_load metrics questions packs analytics accuracy; do
+  for part in engine city kpi kpi_load metrics questions packs analytics accuracy commercial; do
     f="benchmarks/results/$part.md"
     [ -f "$f" ] || continue
     echo

@@ -43,6 +43,11 @@ class AgentInfo(BaseModel):
     max_concurrency: int | None = Field(
         None, ge=1, description="Cap on concurrent tasks in a plan that uses this agent (002: 2)"
     )
+    synthesizes: bool = Field(
+        False,
+        description="Writes the answer from the results of the tasks it depends on (001's explainer); "
+        "when it completes after them, its summary is the response",
+    )
 
 
 class Unanswered(BaseModel):

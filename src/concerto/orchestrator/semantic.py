@@ -69,7 +69,9 @@ class SemanticIndex:
                     return cached
             except (OSError, ValueError):
                 pass
-        matrix = self._embedder.embed(texts)
+        # Every core for this one-off batch (the embedder's bulk path, when it has one).
+        bulk = getattr(self._embedder, "embed_bulk", None)
+        matrix = bulk(texts) if callable(bulk) else self._embedder.embed(texts)
         if path is not None:
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)

@@ -48,7 +48,7 @@ class Synthesizer:
         self, query: OrchestratorInput, results: list[AgentDispatchResponse], usage: Usage | None = None
     ) -> Synthesis:
         synthesis = self.template(query, results)
-        if self.llm is not None:
+        if self.llm is not None and synthesis.response_type != "explanation":  # an explainer already wrote it
             try:
                 synthesis.response = await self._llm_text(query, results, synthesis, usage)
             except LLMError as exc:
@@ -94,12 +94,27 @@ class Synthesizer:
                 details = [f for f in findings[len(sentences) :] if f not in gaps][:4]
                 parts.append("Details: " + "; ".join(f.rstrip(".") for f in details) + ".")
             text = " ".join(parts)
+        writer = self._writer(results)
+        if writer is not None and writer.summary:
+            rest = [p for p in problems if not p.startswith(_label(writer.agent).capitalize())]
+            text = "\n\n".join([writer.summary, *gaps, *rest]) if fmt != "brief" else writer.summary
         return Synthesis(
             response=text,
-            response_type="direct" if len(results) == 1 else "synthesized",
+            response_type="explanation" if writer is not None else "direct" if len(results) == 1 else "synthesized",
             key_findings=findings,
             follow_up_questions=self._follow_ups(results),
         )
+
+    def _writer(self, results: list[AgentDispatchResponse]) -> AgentDispatchResponse | None:
+        """The completed result of an agent that writes the answer from the others' (an explainer
+        that ran after them), if there is one: its text is the response."""
+        if len(results) < 2:
+            return None
+        for r in reversed(results):
+            info = self.infos.get(r.agent)
+            if info is not None and info.synthesizes and r.status is ExecutionStatus.COMPLETED:
+                return r
+        return None
 
     @staticmethod
     def _problem(r: AgentDispatchResponse) -> str:

@@ -75,6 +75,8 @@ async def test_comprehensive_analysis_runs_two_in_parallel_then_the_explainer(or
     result = await ask(orchestrator, "comprehensive analysis of Kisqali", user_expertise="executive")
     assert result.intent_classification.primary_intent == "comprehensive_analysis"
     assert result.agents_invoked == ["causal_impact", "gap_analyzer", "explainer"]
+    assert result.response_type == "explanation"
+    assert result.response == output_of(result, "explainer")["narrative"]  # the explainer's text is the answer
     explained = output_of(result, "explainer")
     assert explained["synthesis_request"]["source_agents"] == ["causal_impact", "gap_analyzer"]
     assert explained["user_expertise"] == "executive"

@@ -51,6 +51,7 @@ class DriftMonitorAgent(CommercialAgent):
         examples=[
             "Has our data drifted since January?",
             "Has the distribution of any feature drifted?",
+            "Is there drift in any of our features?",
             "Which features shifted between the baseline and recent periods?",
             "Is there data drift in the Kisqali call activity?",
             "Compare last quarter's data with the one before",

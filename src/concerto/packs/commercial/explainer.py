@@ -55,6 +55,7 @@ class ExplainerAgent(CommercialAgent):
             "Explain the causal analysis to a non-technical audience",
         ],
         default_timeout_ms=45000,
+        synthesizes=True,
     )
 
     async def answer(self, work: Work) -> Answer:
@@ -95,7 +96,7 @@ class ExplainerAgent(CommercialAgent):
                 "written_by": written_by,
                 "synthesis_request": synthesis.model_dump(mode="json", exclude_none=True),
             },
-            summary=text if work.output_format == "brief" else _first_sentence(text),
+            summary=text,  # the whole explanation: as a synthesizing agent, its summary is the response
             key_findings=[f for r in results for f in r["key_findings"]][:8],
             recommendations=list(dict.fromkeys(recommendations))[:5],
         )
@@ -146,8 +147,6 @@ def template(results: list[dict[str, Any]], expertise: str, output_format: str) 
     for title, findings in sections:
         body = " ".join(f.rstrip(".") + "." for f in findings) or "No findings."
         paragraphs.append(f"{title}: {body}")
-    if expertise == "executive" and len(results) > 1:
-        paragraphs.insert(0, f"{len(results)} analyses were combined.")
     return "\n\n".join(paragraphs)
 
 
@@ -177,9 +176,3 @@ def _compact(value: Any, limit: int = 400) -> str:
 
 def _numbers(text: str) -> list[str]:
     return [n.replace("−", "-").replace(",", "").rstrip("%") for n in _NUMBER.findall(text)]
-
-
-def _first_sentence(text: str) -> str:
-    first = text.strip().split("\n")[0]
-    match = re.match(r"(.+?[.!?])(\s|$)", first)
-    return match.group(1) if match else first
