@@ -254,6 +254,24 @@ def cold_start(causal_venv: Path | None) -> list[str]:
                 timeout=600,
             )
             lines.append(f"| `concerto ask` seed question, {label} | {time.perf_counter() - started:.2f} |")
+        extra_concerto = causal_venv / "bin" / "concerto" if causal_venv is not None else None
+        if extra_concerto is not None and extra_concerto.exists():
+            # The data dir is warm now (router vectors, data set): what is left is the process,
+            # the imports and the question; with DoWhy asked for, its import and estimate too.
+            for label, extra in (
+                ("core path", []),
+                ("DoWhy asked for (`--param library=dowhy`)", ["--param", "library=dowhy"]),
+            ):
+                started = time.perf_counter()
+                subprocess.run(
+                    [str(extra_concerto), "ask", SEED_QUESTION, "--now", NOW.isoformat(), *extra],
+                    env=env,
+                    capture_output=True,
+                    check=False,
+                    timeout=600,
+                )
+                seconds = time.perf_counter() - started
+                lines.append(f"| `concerto ask` seed question in the `causal` venv, {label} | {seconds:.2f} |")
     for module in ("statsmodels.api", "sklearn.linear_model", "scipy.optimize"):
         lines.append(f"| `import {module}` (core path) | {_import_time(sys.executable, module):.2f} |")
     if causal_venv is not None and (causal_venv / "bin" / "python").exists():
