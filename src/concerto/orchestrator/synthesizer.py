@@ -95,9 +95,10 @@ class Synthesizer:
                 parts.append("Details: " + "; ".join(f.rstrip(".") for f in details) + ".")
             text = " ".join(parts)
         writer = self._writer(results)
-        if writer is not None and writer.summary:
+        if writer is not None:
+            written = writer.summary or ""
             rest = [p for p in problems if not p.startswith(_label(writer.agent).capitalize())]
-            text = "\n\n".join([writer.summary, *gaps, *rest]) if fmt != "brief" else writer.summary
+            text = "\n\n".join([written, *gaps, *rest]) if fmt != "brief" else written
         return Synthesis(
             response=text,
             response_type="explanation" if writer is not None else "direct" if len(results) == 1 else "synthesized",
@@ -112,7 +113,7 @@ class Synthesizer:
             return None
         for r in reversed(results):
             info = self.infos.get(r.agent)
-            if info is not None and info.synthesizes and r.status is ExecutionStatus.COMPLETED:
+            if info is not None and info.synthesizes and r.status is ExecutionStatus.COMPLETED and r.summary:
                 return r
         return None
 
