@@ -60,7 +60,10 @@ def local(port: int, scrape_interval: int, storage: Path | None, temp: bool, ret
     def stop_on(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt
 
+    # SIGINT too: a shell starting a job in the background (`cmd &`) makes it ignore SIGINT,
+    # and Python then keeps ignoring it; Ctrl-C and a parent's SIGINT must still stop both.
     signal.signal(signal.SIGTERM, stop_on)
+    signal.signal(signal.SIGINT, stop_on)
     workdir = storage or Settings().data_dir / "metrics" / "local-prometheus"
     server: LocalPrometheus | None = None
     tempdir: Path | None = None
