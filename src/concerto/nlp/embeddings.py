@@ -28,6 +28,7 @@ class LocalEmbedder:
     """
 
     dimension = 384
+    model_id = "all-MiniLM-L6-v2"  # which vectors it makes (the router's shipped ones must match)
 
     def __init__(self, cache_size: int = 4096) -> None:
         self._model: object | None = None

@@ -2,7 +2,10 @@
 
 A target is an agent (its description, capabilities and example questions) or a named
 intent of the intent table (its description and examples). Vectors of the declared
-texts are cached on disk, so a cold `concerto ask` embeds only the question.
+texts are cached on disk, so a cold `concerto ask` embeds only the question; the built-in
+packs' texts come embedded in the package (`router_vectors.npz`, written by
+`scripts/router_vectors.py`), so even the first question in a new data dir embeds only
+what a user's own packs declare.
 """
 
 from __future__ import annotations
@@ -17,6 +20,28 @@ from pathlib import Path
 import numpy as np
 
 from concerto.nlp.embeddings import Embedder
+
+SHIPPED = Path(__file__).with_name("router_vectors.npz")
+
+
+def text_key(text: str) -> str:
+    """How a declared text is found among the shipped vectors."""
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+def shipped_vectors(embedder: Embedder, path: Path = SHIPPED) -> dict[str, np.ndarray]:
+    """The packaged vectors by text key, when they were made by `embedder`'s model (else none)."""
+    model = getattr(embedder, "model_id", None)
+    if model is None or not path.exists():
+        return {}
+    try:
+        with np.load(path) as data:
+            if str(data["model_id"]) != model or data["vectors"].shape[1] != embedder.dimension:
+                return {}
+            return dict(zip((str(k) for k in data["keys"]), data["vectors"], strict=True))
+    except (OSError, ValueError, KeyError, EOFError):  # a damaged file only costs the embedding
+        return {}
+
 
 # A question may ask for several things at once ("the weather and the time in Seattle").
 # Clauses are split on coordinating words so each part can find its own agent.
@@ -69,9 +94,7 @@ class SemanticIndex:
                     return cached
             except (OSError, ValueError):
                 pass
-        # Every core for this one-off batch (the embedder's bulk path, when it has one).
-        bulk = getattr(self._embedder, "embed_bulk", None)
-        matrix = bulk(texts) if callable(bulk) else self._embedder.embed(texts)
+        matrix = self._embed_declared(texts)
         if path is not None:
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
@@ -82,6 +105,17 @@ class SemanticIndex:
             except OSError:
                 pass  # a read-only data dir only costs the cache
         return matrix
+
+    def _embed_declared(self, texts: list[str]) -> np.ndarray:
+        """Vectors of declared texts: the shipped ones, then the rest embedded in one batch
+        with every core (the embedder's bulk path, when it has one)."""
+        known = shipped_vectors(self._embedder)
+        missing = list(dict.fromkeys(t for t in texts if text_key(t) not in known))
+        if missing:
+            bulk = getattr(self._embedder, "embed_bulk", None)
+            fresh = bulk(missing) if callable(bulk) else self._embedder.embed(missing)
+            known.update(zip((text_key(t) for t in missing), fresh, strict=True))
+        return np.stack([known[text_key(t)] for t in texts]).astype(np.float32, copy=False)
 
     def rank(self, text: str) -> list[Match]:
         """Targets by descending similarity to `text`."""
