@@ -194,6 +194,11 @@ def side_by_side(causal_venv: Path | None) -> list[str]:
             )
     lines.append("")
     lines.append(
+        "Times exclude imports (Concerto's agent ran once before). Concerto: three estimators (regression, IPW, "
+        "AIPW) and three refutations of 30 runs each, the placebo refitting the propensity model each run; DoWhy: "
+        "one regression estimate and its three refuters (100 runs each, regression only)."
+    )
+    lines.append(
         f"Truth planted: ATE {made.truth.ate['all']:.3f}; naive difference {made.truth.naive_difference['all']:.3f}."
     )
     return lines
