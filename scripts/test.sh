@@ -12,12 +12,12 @@ cd "$(dirname "$0")/.."
 started=$(date +%s)
 step() { echo; echo "== $* ($(( $(date +%s) - started )) s)"; }
 
-step "system packages: prometheus, prometheus-node-exporter, postgresql"
+step "system packages: prometheus, prometheus-node-exporter, postgresql, chromium (the page's browser tests)"
 if ! command -v prometheus >/dev/null || ! command -v prometheus-node-exporter >/dev/null \
-    || ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+    || ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || ! command -v chromium >/dev/null; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq && apt-get install -y -qq --no-install-recommends prometheus prometheus-node-exporter \
-        postgresql >/dev/null || { echo "apt-get install failed"; exit 1; }
+        postgresql chromium >/dev/null || { echo "apt-get install failed"; exit 1; }
 fi
 
 step "python environment"

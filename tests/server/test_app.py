@@ -134,7 +134,7 @@ def test_agents_health_openapi_page(client: TestClient) -> None:
     assert client.get("/health").json() == {"status": "ok", "agents": 2, "llm": False, "failed_packs": []}
     paths = client.get("/openapi.json").json()["paths"]
     assert {"/v1/ask", "/v1/ask/stream", "/v1/agents", "/health"} <= set(paths)
-    assert "EventSource" in client.get("/").text
+    assert '<script type="importmap">' in client.get("/").text
 
 
 def test_pack_routes_and_static_files_are_served(tmp_path: Path) -> None:

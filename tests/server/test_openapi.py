@@ -1,9 +1,10 @@
 """The OpenAPI document says what the API really does: schemathesis generates requests from it
 (valid and invalid) and checks every answer against it, in process through the ASGI app.
 
-Two outcomes are part of the contract and configured as such: a well-formed question that no
+Three outcomes are part of the contract and configured as such: a well-formed question that no
 agent can answer is 422 with `classification_failed` (checked below, so a 422 for any other
-reason still fails), and a deadline that expires is 504 (`max_latency_ms`).
+reason still fails), a deadline that expires is 504 (`max_latency_ms`), and a run id that
+names no run is 404 (only on the runs' paths, checked below).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ CONFIG = SchemathesisConfig.from_dict(
     {
         "checks": {
             "not_a_server_error": {"expected-statuses": ["2xx", "3xx", "4xx", "504"]},
-            "positive_data_acceptance": {"expected-statuses": ["2xx", "422", "504"]},
+            "positive_data_acceptance": {"expected-statuses": ["2xx", "404", "422", "504"]},
         }
     }
 )
@@ -48,6 +49,9 @@ def unanswerable_is_the_only_valid_422(ctx: Any, response: Any, case: Any) -> bo
     if meta is not None and meta.generation.mode.is_positive and response.status_code == 422:
         category = response.json().get("error_category")
         assert category == "classification_failed", f"valid request refused as {category}: {response.text[:300]}"
+    if response.status_code == 404:
+        assert case.path.startswith("/v1/runs/"), f"404 outside the runs: {case.path}"
+        assert "no run" in response.json()["error_message"]
     return None
 
 

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from fastapi import FastAPI, Query, Request
+from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
@@ -32,9 +32,10 @@ from concerto.contracts.events import Event
 from concerto.contracts.handoff import result_yaml
 from concerto.contracts.orchestrator import OrchestratorErrorResponse, OrchestratorInput, OrchestratorOutput
 from concerto.orchestrator.engine import Orchestrator, validation_message
+from concerto.server.runs import Run, Runs, RunStarted, RunStatus, UnknownRun, after_id, sse_fields
 from concerto.settings import Settings
 
-PAGE = Path(__file__).parent / "page.html"
+PAGE = Path(__file__).parent / "static" / "index.html"  # the page; its modules, styles and vendored libraries beside it
 
 # HTTP status per error category: the body is always the error contract.
 STATUS = {
@@ -58,6 +59,15 @@ StreamItem = Event | OrchestratorOutput | OrchestratorErrorResponse
 SSE_DESCRIPTION = (
     "Server-sent events: one `event` per step (data: an Event, id: its sequence number), "
     "then one `result` whose data is the output contract or the error contract."
+)
+# The error contract as JSON, for streaming endpoints (whose default media type is the stream's).
+ERROR_JSON: dict[str, Any] = {
+    "description": "The error contract",
+    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/OrchestratorErrorResponse"}}},
+}
+RUN_EVENTS_DESCRIPTION = (
+    "Server-sent events of one run: `event` items (id: the event's sequence number), then one "
+    "`result` (the output or error contract). Reconnect with `Last-Event-ID` to get only what you missed."
 )
 _BODY_NOT_PARSED = "There was an error parsing the body"  # FastAPI's words for a body that is not UTF-8 JSON
 
@@ -129,9 +139,11 @@ def create_app(settings: Settings | None = None, orchestrator: Orchestrator | No
         orch = orchestrator or Orchestrator(settings, packs=packs)
         await orch.start()
         app.state.orchestrator = orch
+        app.state.runs = Runs(orch)
         try:
             yield
         finally:
+            await app.state.runs.aclose()
             if orchestrator is None:
                 await orch.aclose()
 
@@ -187,13 +199,7 @@ def create_app(settings: Settings | None = None, orchestrator: Orchestrator | No
             else:
                 yield ServerSentEvent(data=item, event="result")
 
-    stream_responses: dict[int | str, dict[str, Any]] = {
-        200: {"description": SSE_DESCRIPTION},
-        422: {
-            "description": "The error contract",
-            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/OrchestratorErrorResponse"}}},
-        },
-    }
+    stream_responses: dict[int | str, dict[str, Any]] = {200: {"description": SSE_DESCRIPTION}, 422: ERROR_JSON}
 
     @app.post("/v1/ask/stream", response_class=EventSourceResponse, responses=stream_responses)
     async def ask_stream(body: AskRequest, request: Request) -> AsyncIterable[StreamItem]:
@@ -209,6 +215,47 @@ def create_app(settings: Settings | None = None, orchestrator: Orchestrator | No
         values = query.model_dump(exclude={"now"}, exclude_none=True)
         async for event in _stream(_orch(request), values, query.now):
             yield event  # type: ignore[misc]  # a ServerSentEvent whose data is a StreamItem
+
+    @app.post("/v1/runs", status_code=202, response_model=RunStarted, responses={422: ERRORS[422]})
+    async def start_run(body: AskRequest, request: Request) -> RunStarted:
+        """Start a question and return at once; follow it at `events_url` (server-sent events that
+        resume after `Last-Event-ID`) or poll `result_url`. The run goes on if readers leave."""
+        run = request.app.state.runs.start(_input(body), body.now)
+        return RunStarted(
+            run_id=run.run_id,
+            query_id=run.query_id,
+            events_url=f"/v1/runs/{run.run_id}/events",
+            result_url=f"/v1/runs/{run.run_id}",
+        )
+
+    @app.exception_handler(UnknownRun)
+    async def _unknown_run(request: Request, exc: UnknownRun) -> JSONResponse:
+        return _error(str(exc), status=404)
+
+    @app.get("/v1/runs/{run_id}", response_model=RunStatus, responses={404: ERRORS[422]})
+    async def run_status(run: Annotated[Run, Depends(_run)]) -> RunStatus:
+        """A run's state, and its result once it has one."""
+        return run.describe()
+
+    @app.get(
+        "/v1/runs/{run_id}/events",
+        response_class=EventSourceResponse,
+        responses={
+            200: {"description": RUN_EVENTS_DESCRIPTION},
+            **{status: ERROR_JSON for status in (404, 422)},
+        },
+    )
+    async def run_events(
+        run: Annotated[Run, Depends(_run)],
+        request: Request,
+        after: Annotated[int | None, Query(ge=0, description="Resume after this event id")] = None,
+    ) -> AsyncIterable[StreamItem]:
+        """Every event of the run after `Last-Event-ID` (or `after`), then new ones live, then
+        the `result`."""
+        runs: Runs = request.app.state.runs
+        start = after_id(request.headers.get("last-event-id"), after)
+        async for item in runs.follow(run, start):
+            yield ServerSentEvent(data=item, **sse_fields(item, run))  # type: ignore[misc]
 
     @app.get("/v1/agents", response_model=list[AgentInfo])
     async def agents(request: Request) -> list[AgentInfo]:
@@ -226,6 +273,7 @@ def create_app(settings: Settings | None = None, orchestrator: Orchestrator | No
     async def page() -> str:
         return PAGE.read_text(encoding="utf-8")
 
+    app.mount("/static", StaticFiles(directory=PAGE.parent), name="static")
     _mount_packs(app, packs)
     return app
 
@@ -244,9 +292,15 @@ def _input(body: AskRequest) -> OrchestratorInput:
     return OrchestratorInput.model_validate(body.model_dump(exclude={"now"}))
 
 
-def _error(message: str) -> JSONResponse:
+def _run(run_id: str, request: Request) -> Run:
+    """The run of the path (resolved before a stream starts, so an unknown one is a 404)."""
+    run: Run = request.app.state.runs.get(run_id)
+    return run
+
+
+def _error(message: str, status: int = STATUS["invalid_input"]) -> JSONResponse:
     body = OrchestratorErrorResponse(error_message=message, error_category="invalid_input")
-    return JSONResponse(body.model_dump(mode="json"), status_code=STATUS["invalid_input"])
+    return JSONResponse(body.model_dump(mode="json"), status_code=status)
 
 
 def _mount_packs(app: FastAPI, packs: Packs) -> None:

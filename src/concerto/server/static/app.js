@@ -1,0 +1,217 @@
+// Concerto's page: chat, live plan diagram and timeline, answer, one panel per agent, sources, agents.
+import { ask } from "./stream.js";
+import { h, $, clear, getJSON, fmtMs } from "./dom.js";
+import { PlanDiagram } from "./diagram.js";
+import { agentPanel } from "./panels.js";
+
+const HISTORY_KEY = "concerto.history";
+const MAX_TURNS = 20;
+const diagram = new PlanDiagram($("#diagram"));
+let busy = false;
+
+function loadHistory() {
+  try { return JSON.parse(localStorage.getItem(HISTORY_KEY)) || []; } catch { return []; }
+}
+function saveHistory(turns) {
+  localStorage.setItem(HISTORY_KEY, JSON.stringify(turns.slice(-MAX_TURNS * 2)));
+}
+
+function renderHistory() {
+  const log = clear($("#chat-log"));
+  for (const t of loadHistory()) log.append(h("li", { class: `msg ${t.role}` }, h("span", { class: "who" }, t.role === "user" ? "You" : "Concerto"), h("span", { class: "text" }, t.content)));
+  log.scrollTop = log.scrollHeight;
+}
+
+function timeline(ev, t0) {
+  const dt = t0 ? `+${fmtMs((ev.ts - t0) * 1000)}` : "";
+  const who = ev.source === "orchestrator" ? "" : `${ev.source}: `;
+  $("#timeline").append(h("li", { class: `ev ${ev.type}` },
+    h("span", { class: "ev-type" }, ev.state ? `${ev.type} · ${ev.state}` : ev.type),
+    h("span", { class: "ev-title" }, who + ev.title), h("span", { class: "muted" }, dt)));
+}
+
+function renderAnswer(body) {
+  const box = clear($("#answer"));
+  if ("error_message" in body) {
+    box.append(h("p", { class: "error", role: "alert" }, body.error_message));
+    if (body.alternative_queries?.length) box.append(h("p", {}, "Try:"), followUps(body.alternative_queries));
+  } else {
+    box.append(h("p", { class: "response" }, body.response));
+    if (body.key_findings?.length) box.append(h("h3", {}, "Key findings"), h("ul", {}, body.key_findings.map((f) => h("li", {}, f))));
+    if (body.follow_up_questions?.length) box.append(h("h3", {}, "Follow-up questions"), followUps(body.follow_up_questions));
+    box.append(h("p", { class: "muted" }, `${(body.agents_invoked || []).join(", ")} · ${fmtMs(body.total_latency_ms)}`));
+  }
+  const panels = clear($("#panels"));
+  for (const r of body.agent_results || body.partial_results || []) panels.append(agentPanel(r));
+}
+
+function followUps(list) {
+  return h("ul", { class: "chips" }, list.map((q) => h("li", {}, h("button", { type: "button", class: "chip", onclick: () => submit(q) }, q))));
+}
+
+async function submit(question) {
+  question = (question ?? $("#question").value).trim();
+  if (!question || busy) return;
+  if ($("#view-ask").hidden) $("#tab-ask").click();
+  busy = true;
+  $("#ask-button").disabled = true;
+  $("#question").value = "";
+  const history = loadHistory();
+  const body = {
+    query: question,
+    user_expertise: $("#expertise").value,
+    output_format: $("#format").value,
+    conversation_history: history.slice(-MAX_TURNS * 2),
+  };
+  const source = $("#source").value;
+  if (source) body.source = source;
+  saveHistory([...history, { role: "user", content: question }]);
+  renderHistory();
+  clear($("#timeline")); clear($("#diagram")); clear($("#panels"));
+  $("#answer").replaceChildren(h("p", { class: "muted" }, "Working…"));
+  $("#status").textContent = "Working on it…";
+  let t0 = null;
+  try {
+    const res = await ask(body, {
+      onEvent: (ev) => { t0 ??= ev.ts; diagram.event(ev); timeline(ev, t0); $("#status").textContent = "Working on it…"; },
+      onReconnect: (n) => { $("#status").textContent = `Connection dropped; reconnecting (attempt ${n})…`; },
+    });
+    diagram.settle(res.body.agent_results || res.body.partial_results || []);
+    renderAnswer(res.body);
+    const text = res.body.response ?? res.body.error_message ?? "";
+    saveHistory([...loadHistory(), { role: "assistant", content: text }]);
+    $("#status").textContent = res.ok ? "Answered." : "The question could not be answered.";
+  } catch (e) {
+    $("#answer").replaceChildren(h("p", { class: "error", role: "alert" }, `Connection problem: ${e.message}. Ask again when the server is back.`));
+    $("#status").textContent = "Connection problem.";
+  } finally {
+    busy = false;
+    $("#ask-button").disabled = false;
+    renderHistory();
+    $("#question").focus();
+  }
+}
+
+// ---- sources -------------------------------------------------------------
+async function loadSources(select) {
+  const list = clear($("#source-list"));
+  const pick = $("#source");
+  const keep = select ?? pick.value;
+  pick.replaceChildren(h("option", { value: "" }, "Any (the agents choose)"));
+  let sources = [];
+  try { sources = await getJSON("/v1/data/sources"); } catch (e) { list.append(h("li", { class: "muted" }, `Sources unavailable: ${e.message}`)); return; }
+  if (!sources.length) list.append(h("li", { class: "muted" }, "No sources loaded yet: upload a file."));
+  for (const s of sources) {
+    pick.append(h("option", { value: s.name }, `${s.name} (${s.row_count} rows)`));
+    list.append(h("li", {},
+      h("button", { type: "button", class: "link", onclick: () => showSource(s.name) }, s.name),
+      h("span", { class: "muted" }, ` ${s.row_count} rows · ${s.columns.length} columns `),
+      h("button", { type: "button", class: "danger", "aria-label": `Delete ${s.name}`, onclick: () => dropSource(s.name) }, "Delete")));
+  }
+  if ([...pick.options].some((o) => o.value === keep)) pick.value = keep;
+}
+
+function profileView(ctx) {
+  const rows = ctx.columns.map((c) => {
+    const p = ctx.detected_types[c] || {};
+    return { column: c, type: p.type, role: p.role, nulls: p.nulls, distinct: p.distinct,
+      samples: (p.sample_values || []).slice(0, 3).map(String).join(", "), description: ctx.semantic_profile?.field_descriptions?.[c] || "" };
+  });
+  const cols = ["column", "type", "role", "nulls", "distinct", "samples", "description"];
+  return h("div", {},
+    h("h3", {}, `${ctx.name}: ${ctx.row_count} rows`),
+    h("p", { class: "muted" }, `${ctx.file_name} · ${ctx.semantic_profile?.domain || ""} · one row: ${ctx.semantic_profile?.entity_name || ""}`),
+    h("div", { class: "table-wrap" }, h("table", { class: "data" },
+      h("thead", {}, h("tr", {}, cols.map((c) => h("th", { scope: "col" }, c)))),
+      h("tbody", {}, rows.map((r) => h("tr", {}, cols.map((c) => h("td", {}, r[c] ?? ""))))))),
+    (ctx.notes || []).map((n) => h("p", { class: "muted" }, n)));
+}
+
+async function showSource(name) {
+  const box = clear($("#profile"));
+  try { box.append(profileView(await getJSON(`/v1/data/sources/${encodeURIComponent(name)}`))); }
+  catch (e) { box.append(h("p", { class: "error", role: "alert" }, e.message)); }
+}
+
+async function dropSource(name) {
+  if (!confirm(`Delete the source ${name}?`)) return;
+  try { await getJSON(`/v1/data/sources/${encodeURIComponent(name)}`, { method: "DELETE" }); clear($("#profile")); }
+  catch (e) { $("#upload-status").textContent = e.message; }
+  loadSources();
+}
+
+function upload(file) {
+  const status = $("#upload-status");
+  const bar = $("#upload-progress");
+  const form = new FormData();
+  form.append("file", file);
+  const name = $("#upload-name").value.trim();
+  if (name) form.append("name", name);
+  const xhr = new XMLHttpRequest();
+  xhr.open("POST", "/v1/data/sources");
+  xhr.upload.onprogress = (e) => { if (e.lengthComputable) bar.value = e.loaded / e.total; };
+  bar.hidden = false; bar.value = 0;
+  status.textContent = `Uploading ${file.name}…`;
+  xhr.onload = () => {
+    bar.hidden = true;
+    let body = null;
+    try { body = JSON.parse(xhr.responseText); } catch { /* not JSON */ }
+    if (xhr.status === 201 && body) {
+      status.textContent = `Loaded ${body.name}: ${body.row_count} rows. It is now the source of the next question.`;
+      clear($("#profile")).append(profileView(body));
+      loadSources(body.name);
+    } else {
+      status.textContent = (body && body.error_message) || `Upload failed (HTTP ${xhr.status})`;
+    }
+  };
+  xhr.onerror = () => { bar.hidden = true; status.textContent = "Upload failed: the connection was lost."; };
+  xhr.send(form);
+}
+
+// ---- agents and health -----------------------------------------------------
+async function loadAgents() {
+  const list = clear($("#agent-list"));
+  try {
+    for (const a of await getJSON("/v1/agents")) {
+      list.append(h("li", { class: "agent" },
+        h("h3", {}, a.name, h("span", { class: "muted" }, ` ${a.pack}`)), h("p", {}, a.description),
+        a.examples?.length ? followUps(a.examples.slice(0, 4)) : ""));
+    }
+  } catch (e) { list.append(h("li", { class: "error" }, e.message)); }
+}
+
+async function loadHealth() {
+  const el = $("#llm");
+  try {
+    const hz = await getJSON("/health");
+    el.textContent = hz.llm ? "LLM configured" : "No LLM: rules and templates answer";
+    el.className = `pill ${hz.llm ? "ok" : "off"}`;
+    if (hz.failed_packs?.length) el.title = hz.failed_packs.map((p) => `${p.pack}: ${p.error}`).join("\n");
+  } catch { el.textContent = "Server unreachable"; el.className = "pill off"; }
+}
+
+// ---- wiring ----------------------------------------------------------------
+$("#ask-form").addEventListener("submit", (e) => { e.preventDefault(); submit(); });
+$("#question").addEventListener("keydown", (e) => { if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); submit(); } });
+$("#clear-history").addEventListener("click", () => { localStorage.removeItem(HISTORY_KEY); renderHistory(); });
+$("#file").addEventListener("change", (e) => { if (e.target.files[0]) upload(e.target.files[0]); });
+const drop = $("#drop");
+drop.addEventListener("dragover", (e) => { e.preventDefault(); drop.classList.add("over"); });
+drop.addEventListener("dragleave", () => drop.classList.remove("over"));
+drop.addEventListener("drop", (e) => { e.preventDefault(); drop.classList.remove("over"); if (e.dataTransfer.files[0]) upload(e.dataTransfer.files[0]); });
+for (const tab of document.querySelectorAll("[role=tab]")) {
+  tab.addEventListener("click", () => {
+    for (const t of document.querySelectorAll("[role=tab]")) {
+      const on = t === tab;
+      t.setAttribute("aria-selected", String(on));
+      t.tabIndex = on ? 0 : -1;
+      $(`#${t.getAttribute("aria-controls")}`).hidden = !on;
+    }
+    if (tab.id === "tab-agents" && !$("#agent-list").children.length) loadAgents();
+  });
+}
+
+renderHistory();
+loadHealth();
+loadSources();
+document.documentElement.dataset.ready = "1";
