@@ -192,3 +192,17 @@ def test_real_socket_with_concerto_serve(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def test_availability_says_what_to_set_up(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from concerto.packs.metrics.agent import MetricsAgent
+
+    for name in ("CONCERTO_PROMETHEUS_URL", "CONCERTO_GRAFANA_URL"):
+        monkeypatch.delenv(name, raising=False)
+    registry = AgentRegistry([load_registry("echo").get("echo"), MetricsAgent])
+    orch = Orchestrator(Settings(data_dir=tmp_path, store_events=False), registry=registry)
+    with TestClient(create_app(orchestrator=orch)) as c:
+        found = {a["agent"]: a for a in c.get("/v1/agents/availability").json()}
+    assert found["echo"] == {"agent": "echo", "available": True, "reason": None}
+    assert found["metrics_agent"]["available"] is False
+    assert "CONCERTO_PROMETHEUS_URL" in found["metrics_agent"]["reason"]

@@ -53,6 +53,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     data = tmp_path_factory.mktemp("data")
     env = {**os.environ, "CONCERTO_DATA_DIR": str(data)}
     env.pop("CONCERTO_AGENTS", None)
+    for name in ("CONCERTO_PROMETHEUS_URL", "CONCERTO_GRAFANA_URL"):  # the agents view shows metrics as unavailable
+        env.pop(name, None)
     proc = subprocess.Popen(
         [sys.executable, "-m", "concerto.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
         env=env,
@@ -143,11 +145,32 @@ def test_commercial_question_diagram_and_table(page: object) -> None:
     page.set_viewport_size({"width": 1280, "height": 900})  # type: ignore[attr-defined]
     page.click("#tab-agents")  # type: ignore[attr-defined]
     page.wait_for_selector("#agent-list .agent")  # type: ignore[attr-defined]
+    metrics = page.locator('#agent-list .agent:has-text("metrics_agent")')  # type: ignore[attr-defined]
+    assert metrics.get_attribute("data-available") == "no"  # no Prometheus configured for this server
+    assert "CONCERTO_PROMETHEUS_URL" in metrics.text_content()
     page.screenshot(path=str(SHOTS / "agents.png"))  # type: ignore[attr-defined]
     page.click("#tab-data")  # type: ignore[attr-defined]
     page.wait_for_selector("#source-list li")  # type: ignore[attr-defined]
     page.screenshot(path=str(SHOTS / "data.png"))  # type: ignore[attr-defined]
     assert page.problems == [] and page.foreign == []  # type: ignore[attr-defined]
+
+
+def test_a_dropped_stream_reconnects_and_the_answer_arrives(page: object) -> None:
+    opened: list[str] = []
+
+    def drop_first(r: object) -> None:
+        opened.append(r.request.url)  # type: ignore[attr-defined]
+        if len(opened) == 1:
+            r.abort("connectionreset")  # type: ignore[attr-defined]
+        else:
+            r.continue_()  # type: ignore[attr-defined]
+
+    page.route("**/v1/runs/*/events*", drop_first)  # type: ignore[attr-defined]
+    page.problems.clear()  # type: ignore[attr-defined]
+    ask(page, "echo: still here")
+    assert len(opened) >= 2  # the stream was opened again after the drop
+    assert 'Echo: "still here"' in page.locator("#answer").text_content()  # type: ignore[attr-defined]
+    assert page.locator("#diagram .node").first.get_attribute("data-state") == "done"  # type: ignore[attr-defined]
 
 
 def test_upload_profile_delete(page: object, tmp_path: Path) -> None:

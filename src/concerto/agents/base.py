@@ -161,6 +161,7 @@ class Agent(ABC):
       the question into the payload (e.g. natural language into the KPI query format);
     - `holdings()`: what the agent holds now (loaded tables, KPI names), for routing;
     - `ready()`: why the agent cannot answer at all right now (a precondition), or None;
+    - `availability()`: what a user should know before asking it (a backend not configured);
     - `aclose()`: release connections when the orchestrator shuts down.
     """
 
@@ -192,6 +193,13 @@ class Agent(ABC):
         (e.g. "the source has no embeddings"). An agent that is not ready is not offered to the
         router."""
         return None
+
+    def availability(self) -> str | None:
+        """None when the agent can do its work now; else what a user should know first (no
+        Prometheus configured). Unlike `ready`, it does not hide the agent from the router:
+        the agent still answers, with an error that says what to set up. Cheap: called for the
+        page's agent list."""
+        return self.ready()
 
     async def aclose(self) -> None:
         """Release resources held by this agent (connections, subprocesses)."""

@@ -122,6 +122,14 @@ class PackProblem(BaseModel):
     error: str
 
 
+class Availability(BaseModel):
+    """Whether an agent can do its work now."""
+
+    agent: str
+    available: bool
+    reason: str | None = Field(None, description="What to set up first, when it is not available")
+
+
 class Health(BaseModel):
     status: Literal["ok"] = "ok"
     agents: int
@@ -261,6 +269,17 @@ def create_app(settings: Settings | None = None, orchestrator: Orchestrator | No
     async def agents(request: Request) -> list[AgentInfo]:
         """Every loaded agent's declaration."""
         return _orch(request).registry.infos()
+
+    @app.get("/v1/agents/availability", response_model=list[Availability])
+    async def availability(request: Request) -> list[Availability]:
+        """Whether each agent can do its work now, and if not what to set up (the agent still
+        answers, with an error saying so)."""
+        orch = _orch(request)
+        out = []
+        for name in orch.registry.names():
+            reason = orch.agent(name).availability()
+            out.append(Availability(agent=name, available=reason is None, reason=reason))
+        return out
 
     @app.get("/health", response_model=Health)
     async def health(request: Request) -> Health:

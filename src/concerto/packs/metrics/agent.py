@@ -91,6 +91,15 @@ class MetricsAgent(Agent):
         default_timeout_ms=15000,
     )
 
+    def availability(self) -> str | None:
+        """Without Prometheus or Grafana configured it can only say so."""
+        from concerto.packs.metrics.settings import MetricsSettings
+
+        configured = MetricsSettings.of(self.settings)
+        if configured.prometheus_url or configured.grafana_url:
+            return None
+        return "no Prometheus or Grafana configured: set CONCERTO_PROMETHEUS_URL (or run `concerto metrics local`)"
+
     async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
         from concerto.packs.metrics.format import key_findings, summarize
         from concerto.packs.metrics.models import initial_state

@@ -172,9 +172,15 @@ function upload(file) {
 async function loadAgents() {
   const list = clear($("#agent-list"));
   try {
-    for (const a of await getJSON("/v1/agents")) {
-      list.append(h("li", { class: "agent" },
-        h("h3", {}, a.name, h("span", { class: "muted" }, ` ${a.pack}`)), h("p", {}, a.description),
+    const [agents, status] = await Promise.all([getJSON("/v1/agents"), getJSON("/v1/agents/availability").catch(() => [])]);
+    const reasons = new Map(status.filter((x) => !x.available).map((x) => [x.agent, x.reason]));
+    for (const a of agents) {
+      const reason = reasons.get(a.name);
+      list.append(h("li", { class: "agent", "data-available": reason ? "no" : "yes" },
+        h("h3", {}, a.name, h("span", { class: "muted" }, ` ${a.pack}`),
+          h("span", { class: `pill ${reason ? "off" : "ok"}` }, reason ? "not available" : "available")),
+        h("p", {}, a.description),
+        reason ? h("p", { class: "muted" }, reason) : "",
         a.examples?.length ? followUps(a.examples.slice(0, 4)) : ""));
     }
   } catch (e) { list.append(h("li", { class: "error" }, e.message)); }
