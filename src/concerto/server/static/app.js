@@ -1,4 +1,8 @@
 // Concerto's page: chat, live plan diagram and timeline, answer, one panel per agent, sources, agents.
+//
+// URL parameters: `?now=2025-06-15T12:00:00Z` fixes the clock every agent sees (the API's `now`,
+// as `concerto ask --now`; for demo data of past years, e.g. the KPI demo's 2023-2025); the
+// page shows it in its header. Without it the page never sends `now`.
 import { ask } from "./stream.js";
 import { h, $, clear, getJSON, fmtMs } from "./dom.js";
 import { PlanDiagram } from "./diagram.js";
@@ -6,8 +10,11 @@ import { agentPanel } from "./panels.js";
 
 const HISTORY_KEY = "concerto.history";
 const MAX_TURNS = 20;
+const MAX_QUERY_CHARS = 499; // the input contract refuses a question of 500 characters or more
+const NOW = new URLSearchParams(location.search).get("now");
 const diagram = new PlanDiagram($("#diagram"));
 let busy = false;
+let lastRun = null; // {question, request, events, result, savedAt} of the last answered question, for "Save this run"
 
 function loadHistory() {
   try { return JSON.parse(localStorage.getItem(HISTORY_KEY)) || []; } catch { return []; }
@@ -49,13 +56,49 @@ function followUps(list) {
   return h("ul", { class: "chips" }, list.map((q) => h("li", {}, h("button", { type: "button", class: "chip", onclick: () => submit(q) }, q))));
 }
 
+/** Whether the question can be sent; if not, say why (the typed text stays in the box). */
+function checkQuestion(question) {
+  const box = $("#question");
+  let problem = "";
+  if (!question) problem = "Type a question first.";
+  else if (question.length > MAX_QUERY_CHARS) {
+    problem = `The question is ${question.length} characters long; the limit is ${MAX_QUERY_CHARS}. Shorten it to one question.`;
+  }
+  box.setAttribute("aria-invalid", String(Boolean(problem)));
+  if (problem) {
+    $("#status").textContent = problem;
+    $("#status").classList.add("error");
+    box.focus();
+  }
+  return !problem;
+}
+
+function countChars() {
+  const n = $("#question").value.trim().length;
+  const el = $("#count");
+  el.hidden = n < MAX_QUERY_CHARS - 99;
+  el.textContent = `${n} / ${MAX_QUERY_CHARS} characters`;
+  el.classList.toggle("error", n > MAX_QUERY_CHARS);
+  if (n <= MAX_QUERY_CHARS) $("#question").setAttribute("aria-invalid", "false");
+}
+
+/** Put a question that was not answered back in the box (unless something else was typed). */
+function restore(question) {
+  const box = $("#question");
+  if (!box.value.trim()) { box.value = question; countChars(); }
+}
+
 async function submit(question) {
+  const typed = question === undefined;
   question = (question ?? $("#question").value).trim();
-  if (!question || busy) return;
+  if (busy) return;
   if ($("#view-ask").hidden) $("#tab-ask").click();
+  if (!checkQuestion(question)) return;
   busy = true;
   $("#ask-button").disabled = true;
-  $("#question").value = "";
+  $("#status").classList.remove("error");
+  $("#save-run").hidden = true;
+  lastRun = null;
   const history = loadHistory();
   const body = {
     query: question,
@@ -65,30 +108,73 @@ async function submit(question) {
   };
   const source = $("#source").value;
   if (source) body.source = source;
-  saveHistory([...history, { role: "user", content: question }]);
-  renderHistory();
+  if (NOW) body.now = NOW;
   clear($("#timeline")); clear($("#diagram")); clear($("#panels"));
   $("#answer").replaceChildren(h("p", { class: "muted" }, "Working…"));
   $("#status").textContent = "Working on it…";
   let t0 = null;
+  const events = [];
+  const onStart = () => {
+    if (typed && $("#question").value.trim() === question) { $("#question").value = ""; countChars(); }
+    saveHistory([...history, { role: "user", content: question }]);
+    renderHistory();
+  };
+  const forget = () => { // the question did not get an answer: out of the history, back in the box
+    const turns = loadHistory();
+    if (turns.at(-1)?.role === "user" && turns.at(-1).content === question) saveHistory(turns.slice(0, -1));
+    restore(question);
+  };
   try {
     const res = await ask(body, {
-      onEvent: (ev) => { t0 ??= ev.ts; diagram.event(ev); timeline(ev, t0); $("#status").textContent = "Working on it…"; },
+      onStart,
+      onEvent: (ev) => { events.push(ev); t0 ??= ev.ts; diagram.event(ev); timeline(ev, t0); $("#status").textContent = "Working on it…"; },
       onReconnect: (n) => { $("#status").textContent = `Connection dropped; reconnecting (attempt ${n})…`; },
     });
+    if (!res.started) {
+      renderAnswer(res.body);
+      restore(question);
+      $("#status").textContent = res.status >= 500 ? "Server error: the question was not answered; it is back in the box." : "The question was refused; it is back in the box.";
+      $("#status").classList.add("error");
+      return;
+    }
     diagram.settle(res.body.agent_results || res.body.partial_results || []);
     renderAnswer(res.body);
+    if (res.lost) {
+      forget();
+      $("#status").textContent = "The server restarted and lost the question; it is back in the box: ask it again.";
+      $("#status").classList.add("error");
+      return;
+    }
     const text = res.body.response ?? res.body.error_message ?? "";
     saveHistory([...loadHistory(), { role: "assistant", content: text }]);
+    lastRun = { question, request: body, events, result: res.body, savedAt: null };
+    $("#save-run").hidden = false;
     $("#status").textContent = res.ok ? "Answered." : "The question could not be answered.";
   } catch (e) {
+    forget();
     $("#answer").replaceChildren(h("p", { class: "error", role: "alert" }, `Connection problem: ${e.message}. Ask again when the server is back.`));
-    $("#status").textContent = "Connection problem.";
+    $("#status").textContent = "Connection problem: the question is back in the box.";
+    $("#status").classList.add("error");
   } finally {
     busy = false;
     $("#ask-button").disabled = false;
     renderHistory();
     $("#question").focus();
+  }
+}
+
+async function saveLastRun() {
+  if (!lastRun) return;
+  const button = $("#save-run");
+  button.disabled = true;
+  try {
+    const { saveRun } = await import("./save.js");
+    await saveRun({ ...lastRun, savedAt: new Date() });
+    $("#status").textContent = "Run saved as one HTML file (see your downloads).";
+  } catch (e) {
+    $("#status").textContent = `The run could not be saved: ${e.message}.`;
+  } finally {
+    button.disabled = false;
   }
 }
 
@@ -151,6 +237,7 @@ function upload(file) {
   xhr.open("POST", "/v1/data/sources");
   xhr.upload.onprogress = (e) => { if (e.lengthComputable) bar.value = e.loaded / e.total; };
   bar.hidden = false; bar.value = 0;
+  status.classList.remove("error");
   status.textContent = `Uploading ${file.name}…`;
   xhr.onload = () => {
     bar.hidden = true;
@@ -160,11 +247,20 @@ function upload(file) {
       status.textContent = `Loaded ${body.name}: ${body.row_count} rows. It is now the source of the next question.`;
       clear($("#profile")).append(profileView(body));
       loadSources(body.name);
+    } else if (xhr.status === 413) {
+      status.textContent = `Upload refused (file too large): ${(body && body.error_message) || "it is over the server's limit (CONCERTO_DATA_MAX_FILE_MB)"}.`;
     } else {
-      status.textContent = (body && body.error_message) || `Upload failed (HTTP ${xhr.status})`;
+      status.textContent = `Upload failed: ${(body && body.error_message) || `the server answered HTTP ${xhr.status}`}`;
     }
+    if (xhr.status !== 201) status.classList.add("error");
   };
-  xhr.onerror = () => { bar.hidden = true; status.textContent = "Upload failed: the connection was lost."; };
+  // A server refusing a large file mid-way (413) may close the connection before the browser can read its answer.
+  xhr.onerror = () => {
+    bar.hidden = true;
+    status.classList.add("error");
+    status.textContent = `Upload of ${file.name} failed: the connection was lost. A file over the server's size limit `
+      + "(CONCERTO_DATA_MAX_FILE_MB, 1024 MB unless set) is cut off this way; otherwise try again.";
+  };
   xhr.send(form);
 }
 
@@ -199,6 +295,9 @@ async function loadHealth() {
 // ---- wiring ----------------------------------------------------------------
 $("#ask-form").addEventListener("submit", (e) => { e.preventDefault(); submit(); });
 $("#question").addEventListener("keydown", (e) => { if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); submit(); } });
+$("#question").addEventListener("input", countChars);
+$("#save-run").addEventListener("click", saveLastRun);
+if (NOW) { $("#clock").hidden = false; $("#clock").textContent = `Clock fixed at ${NOW}`; }
 $("#clear-history").addEventListener("click", () => { localStorage.removeItem(HISTORY_KEY); renderHistory(); });
 $("#file").addEventListener("change", (e) => { if (e.target.files[0]) upload(e.target.files[0]); });
 const drop = $("#drop");

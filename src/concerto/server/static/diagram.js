@@ -50,7 +50,7 @@ export class PlanDiagram {
     }
     for (const t of tasks) {
       const n = g.node(t.task_id);
-      const grp = s("g", { class: "node waiting", transform: `translate(${n.x - W / 2},${n.y - H / 2})`, "data-task": t.task_id });
+      const grp = s("g", { class: "node waiting", transform: `translate(${n.x - W / 2},${n.y - H / 2})`, "data-task": t.task_id, "data-agent": t.agent });
       const title = s("title");
       grp.append(title, s("rect", { width: W, height: H, rx: 8 }));
       const name = s("text", { x: 10, y: 21, class: "node-name" });

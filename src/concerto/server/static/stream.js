@@ -39,18 +39,21 @@ const MAX_RETRIES = 20;
  * Ask a question and follow it live: POST /v1/runs starts it, then its events stream is read;
  * a dropped stream is reopened with Last-Event-ID, so the server replays only what was missed
  * (the question goes on meanwhile). Calls onEvent(event) per transparency event and
- * onReconnect(attempt) before each retry; resolves to {ok, status, body} where body is the
- * output or the error contract.
+ * onStart(run) once the server has accepted the question, onReconnect(attempt) before each
+ * retry; resolves to {ok, status, started, lost, body} where body is the output or the error
+ * contract: started is false when the server refused the question (nothing ran), lost is true
+ * when the server no longer knows the run (it restarted: the question must be asked again).
  */
-export async function ask(body, { onEvent = () => {}, onReconnect = () => {}, signal } = {}) {
+export async function ask(body, { onEvent = () => {}, onStart = () => {}, onReconnect = () => {}, signal } = {}) {
   const res = await fetch("/v1/runs", {
     method: "POST",
     headers: { "Content-Type": "application/json" },
     body: JSON.stringify(body),
     signal,
   });
-  if (!res.ok) return { ok: false, status: res.status, body: await errorBody(res) };
+  if (!res.ok) return { ok: false, status: res.status, started: false, body: await errorBody(res) };
   const run = await res.json();
+  onStart(run);
   let last = null;
   for (let attempt = 0; ; attempt++) {
     try {
@@ -59,14 +62,14 @@ export async function ask(body, { onEvent = () => {}, onReconnect = () => {}, si
       const stream = await fetch(run.events_url, { headers, signal });
       if (stream.status === 404) {
         // The server no longer knows the run (it restarted): the question is lost, not the page.
-        return { ok: false, status: 404, body: { error_message: "The server restarted and lost this question; ask it again." } };
+        return { ok: false, status: 404, started: true, lost: true, body: { error_message: "The server restarted and lost this question: ask it again." } };
       }
       if (!stream.ok) throw new Error(`the server answered ${stream.status}`);
       for await (const m of sseMessages(stream.body)) {
         if (m.id !== null) last = m.id;
         const data = JSON.parse(m.data);
         if (m.event === "event") onEvent(data);
-        else if (m.event === "result") return { ok: !("error_message" in data), status: 200, body: data };
+        else if (m.event === "result") return { ok: !("error_message" in data), status: 200, started: true, body: data };
       }
     } catch (e) {
       if (signal?.aborted || attempt >= MAX_RETRIES) throw e;
@@ -76,6 +79,12 @@ export async function ask(body, { onEvent = () => {}, onReconnect = () => {}, si
   }
 }
 
+/** The error contract of a refused request; for anything else (a proxy's or a crashed server's
+ * page) a message saying what happened. */
 async function errorBody(res) {
-  try { return await res.json(); } catch { return { error_message: `The server answered ${res.status}` }; }
+  let body = null;
+  try { body = await res.json(); } catch { /* not JSON */ }
+  if (body && typeof body.error_message === "string") return body;
+  const what = res.status >= 500 ? "The server had an error" : "The server refused the question";
+  return { error_message: `${what} (HTTP ${res.status}); nothing was answered. Try again.` };
 }
