@@ -20,9 +20,10 @@ cd "$(dirname "$0")/.."
   echo ".venv/bin/python benchmarks/bench_accuracy.py --backend both --output benchmarks/results/accuracy.md"
   echo ".venv/bin/python benchmarks/bench_questions.py   # KPI and metrics question sets; writes results/questions.md"
   echo ".venv/bin/python benchmarks/bench_commercial.py --causal-venv .venv-causal   # writes results/commercial.md"
+  echo ".venv/bin/python benchmarks/bench_page.py   # writes results/page.md; Debian's Chromium against concerto serve"
   echo "bash benchmarks/compose.sh                     # rebuilds this file"
   echo '```'
-  for part in engine city kpi kpi_load metrics questions packs analytics accuracy commercial; do
+  for part in engine city kpi kpi_load metrics questions packs analytics accuracy commercial page; do
     f="benchmarks/results/$part.md"
     [ -f "$f" ] || continue
     echo
