@@ -402,6 +402,25 @@ def test_an_upload_over_the_limit_says_the_limit(page: object, tmp_path: Path) -
     assert [p for p in page.problems if "413" not in p] == []  # type: ignore[attr-defined]
 
 
+def test_a_file_over_the_servers_limit_is_refused_before_sending(page: object, server: str, tmp_path: Path) -> None:
+    assert httpx.get(f"{server}/v1/data/limits").json() == {"max_file_bytes": 1024 * 2**20}  # the default
+    posted: list[str] = []
+    page.route(  # type: ignore[attr-defined]
+        "**/v1/data/limits",
+        lambda r: r.fulfill(status=200, content_type="application/json", body='{"max_file_bytes": 8}'),
+    )
+    page.on("request", lambda r: r.method == "POST" and posted.append(r.url))  # type: ignore[attr-defined]
+    page.reload()  # type: ignore[attr-defined]
+    page.wait_for_selector("html[data-ready='1']")  # type: ignore[attr-defined]
+    big = tmp_path / "big.csv"
+    big.write_text("a,b\n1,2\n3,4\n", encoding="utf-8")
+    page.click("#tab-data")  # type: ignore[attr-defined]
+    page.set_input_files("#file", str(big))  # type: ignore[attr-defined]
+    status = page.locator("#upload-status")  # type: ignore[attr-defined]
+    sync_api.expect(status).to_contain_text("the server takes files up to")
+    assert "CONCERTO_DATA_MAX_FILE_MB" in status.text_content() and posted == []
+
+
 def test_metrics_time_series_is_a_line_chart(page: object) -> None:
     # A metrics answer's shape (packs/metrics/models.py MetricsQueryResult, dumped as JSON): no
     # Prometheus here, so the panel is given one; the baseline window is not drawn over the current.

@@ -192,6 +192,20 @@ async def upload_source(request: Request) -> Any:
     return context
 
 
+class Limits(BaseModel):
+    """What an upload may be, so a client can refuse a file before sending it."""
+
+    max_file_bytes: int = Field(..., description="Largest file an upload may be (CONCERTO_DATA_MAX_FILE_MB)")
+
+
+@router.get("/limits", response_model=Limits, summary="Upload limits")
+async def limits(request: Request) -> Limits:
+    """The largest file `POST /sources` takes, in bytes."""
+    from concerto.data.settings import DataSettings
+
+    return Limits(max_file_bytes=DataSettings.of(_settings(request)).data_max_file_mb * 2**20)
+
+
 @router.get(
     "/sources", response_model=list[SourceSummary], summary="List the data sources", responses={503: UNAVAILABLE}
 )

@@ -226,9 +226,24 @@ async function dropSource(name) {
   loadSources();
 }
 
+let uploadLimit = null; // bytes, from GET /v1/data/limits (null: unknown, the server decides)
+
+async function loadLimits() {
+  try { uploadLimit = (await getJSON("/v1/data/limits")).max_file_bytes; } catch { uploadLimit = null; }
+}
+
+const megabytes = (n) => `${Math.round(n / 2 ** 20).toLocaleString()} MB`;
+
 function upload(file) {
   const status = $("#upload-status");
   const bar = $("#upload-progress");
+  if (uploadLimit !== null && file.size > uploadLimit) {
+    // Refused here: sending gigabytes only for the server to cut the connection helps no one.
+    status.classList.add("error");
+    status.textContent = `${file.name} is ${megabytes(file.size)}; the server takes files up to ${megabytes(uploadLimit)} `
+      + "(CONCERTO_DATA_MAX_FILE_MB). Split it or ask the administrator to raise the limit.";
+    return;
+  }
   const form = new FormData();
   form.append("file", file);
   const name = $("#upload-name").value.trim();
@@ -259,7 +274,7 @@ function upload(file) {
     bar.hidden = true;
     status.classList.add("error");
     status.textContent = `Upload of ${file.name} failed: the connection was lost. A file over the server's size limit `
-      + "(CONCERTO_DATA_MAX_FILE_MB, 1024 MB unless set) is cut off this way; otherwise try again.";
+      + `(CONCERTO_DATA_MAX_FILE_MB${uploadLimit ? `, ${megabytes(uploadLimit)} here` : ""}) is cut off this way; otherwise try again.`;
   };
   xhr.send(form);
 }
@@ -318,5 +333,6 @@ for (const tab of document.querySelectorAll("[role=tab]")) {
 
 renderHistory();
 loadHealth();
+loadLimits();
 loadSources();
 document.documentElement.dataset.ready = "1";
