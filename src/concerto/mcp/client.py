@@ -90,6 +90,9 @@ class MCPServer:
             return self._session
 
     async def _connect(self) -> None:
+        # Importing the SDK takes about 0.5 s: in a worker thread, so the event loop keeps
+        # sending other questions' events meanwhile (the imports below are then lookups).
+        await asyncio.to_thread(_import_sdk, "mcp.client.streamable_http" if self.spec.url else "mcp.client.stdio")
         ready: asyncio.Future[ClientSession] = asyncio.get_running_loop().create_future()
         self._closing = asyncio.Event()
         self._owner = asyncio.create_task(self._own(ready), name=f"mcp:{self.spec.name}")
@@ -327,6 +330,14 @@ class MCPServer:
 
 class _Disconnected(Exception):
     """The HTTP connection of the session broke while a call was waiting."""
+
+
+def _import_sdk(transport: str) -> None:
+    """Import the MCP SDK's session and the transport's client module."""
+    import importlib
+
+    importlib.import_module("mcp")
+    importlib.import_module(transport)
 
 
 def _leaf(exc: BaseException) -> BaseException:
