@@ -454,3 +454,23 @@ def test_metrics_time_series_is_a_line_chart(page: object) -> None:
         ["CPU usage {instance=web-2} (%)", [20, 30, 40]],
     ]
     assert page.problems == [] and page.foreign == []  # type: ignore[attr-defined]
+
+
+def test_the_page_works_from_the_keyboard(page: object) -> None:
+    page.focus("#tab-ask")  # type: ignore[attr-defined]
+    page.keyboard.press("ArrowRight")  # type: ignore[attr-defined]
+    assert page.evaluate("document.activeElement.id") == "tab-data"  # type: ignore[attr-defined]
+    assert page.is_visible("#view-data") and not page.is_visible("#view-ask")  # type: ignore[attr-defined]
+    page.keyboard.press("End")  # type: ignore[attr-defined]
+    assert page.get_attribute("#tab-agents", "aria-selected") == "true"  # type: ignore[attr-defined]
+    page.keyboard.press("Home")  # type: ignore[attr-defined]
+    assert page.is_visible("#view-ask")  # type: ignore[attr-defined]
+    for _ in range(8):  # from the tabs, Tab reaches the question box
+        page.keyboard.press("Tab")  # type: ignore[attr-defined]
+        if page.evaluate("document.activeElement.id") == "question":  # type: ignore[attr-defined]
+            break
+    assert page.evaluate("document.activeElement.id") == "question"  # type: ignore[attr-defined]
+    page.keyboard.type("echo: by keyboard")  # type: ignore[attr-defined]
+    page.keyboard.press("Enter")  # type: ignore[attr-defined]
+    sync_api.expect(page.locator("#status")).to_have_text("Answered.", timeout=60_000)  # type: ignore[attr-defined]
+    assert 'Echo: "by keyboard"' in page.locator("#answer").text_content()  # type: ignore[attr-defined]

@@ -330,6 +330,18 @@ for (const tab of document.querySelectorAll("[role=tab]")) {
     if (tab.id === "tab-agents" && !$("#agent-list").children.length) loadAgents();
   });
 }
+// The ARIA tabs pattern: only the selected tab is in the Tab order; arrows, Home and End move between tabs.
+$("[role=tablist]").addEventListener("keydown", (e) => {
+  const tabs = [...document.querySelectorAll("[role=tab]")];
+  const at = tabs.indexOf(document.activeElement);
+  if (at < 0) return;
+  const next = { ArrowRight: at + 1, ArrowLeft: at - 1, Home: 0, End: tabs.length - 1 }[e.key];
+  if (next === undefined) return;
+  e.preventDefault();
+  const tab = tabs[(next + tabs.length) % tabs.length];
+  tab.focus();
+  tab.click();
+});
 
 renderHistory();
 loadHealth();
