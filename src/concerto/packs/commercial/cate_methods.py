@@ -123,9 +123,12 @@ def design_matrix(df: pd.DataFrame, covariates: list[str]) -> np.ndarray:
 
 
 def binary_treatment(column: pd.Series, name: str, notes: list[str]) -> np.ndarray:
-    """The treatment as 0/1: two values → the larger is treated; more numbers → above the median."""
+    """The treatment as 0/1, coded as causal_impact codes it (`causal_methods.binary_treatment`:
+    two values → the larger or the "yes" is treated; more numbers → above the median), with
+    its failures in this agent's contract and how it was coded in `notes`."""
     import numpy as np
-    import pandas as pd
+
+    from concerto.packs.commercial.causal_methods import binary_treatment as coded
 
     values = column.dropna().unique()
     if len(values) < 2:
@@ -134,23 +137,17 @@ def binary_treatment(column: pd.Series, name: str, notes: list[str]) -> np.ndarr
             "Choose a treatment some rows received and others did not, or another brand or source.",
             error_type="constant_treatment",
         )
-    if not pd.api.types.is_numeric_dtype(column):
-        if len(values) != 2:
-            raise invalid(
-                f"the treatment '{name}' holds {len(values)} text values, not treated/untreated",
-                "Choose a 0/1 treatment column.",
-                error_type="invalid_column",
-            )
-        treated = next((v for v in values if str(v).lower() in ("1", "yes", "true", "treated", "treatment")), None)
-        if treated is None:
-            treated = sorted(str(v) for v in values)[-1]
-            notes.append(f"'{name}' = '{treated}' taken as treated")
-        return (column.astype(str) == str(treated)).to_numpy(dtype=np.int64)
-    if len(values) == 2:
-        return (column == max(values)).to_numpy(dtype=np.int64)
-    cut = float(column.median())
-    notes.append(f"'{name}' has {len(values)} values: rows above its median ({cut:g}) are taken as treated")
-    return (column > cut).to_numpy(dtype=np.int64)
+    try:
+        treatment = coded(column)
+    except ValueError as exc:
+        raise invalid(
+            f"the treatment '{name}' cannot be read as treated/untreated: {exc}",
+            "Choose a 0/1 treatment column.",
+            error_type="invalid_column",
+        ) from None
+    if treatment.note:
+        notes.append(f"'{name}': {treatment.note}")
+    return treatment.values.astype(np.int64)
 
 
 def numeric_outcome(column: pd.Series, name: str) -> np.ndarray:
