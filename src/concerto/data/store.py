@@ -129,12 +129,7 @@ class Store(ABC):
 
     def query(self, context: DataContext, sql: str | exp.Expr) -> QueryResult:
         """Check `sql` against the source (see safety.py), then run it under the row cap and time limit."""
-        schema = {context.table: {c: p.type for c, p in context.detected_types.items()}}
-        if context.embedding_table:
-            from concerto.data.embed import SCHEMA
-
-            schema[context.embedding_table] = SCHEMA
-        checked = self._adapt(check_query(sql, schema, dialect=self.dialect))
+        checked = self._checked(context, sql)
         capped = self._capped(checked)
         text = checked.sql(dialect=self.dialect)
         started = time.perf_counter()
@@ -161,12 +156,19 @@ class Store(ABC):
             raise QueryFailed(
                 f"{context.name} has {context.row_count:,} rows, more than the {max_rows:,} an analysis may read"
             )
-        schema = {context.table: {c: p.type for c, p in context.detected_types.items()}}
         query = exp.select(*(exp.column(c, quoted=True) for c in columns)).from_(
             exp.to_table(context.table, quoted=True)
         )
-        checked = self._adapt(check_query(query, schema, dialect=self.dialect))
-        return self._arrow(context, checked.sql(dialect=self.dialect))
+        return self._arrow(context, self._checked(context, query).sql(dialect=self.dialect))
+
+    def _checked(self, context: DataContext, sql: str | exp.Expr) -> exp.Query:
+        """`sql` checked against the source's tables (see safety.py), in this backend's terms."""
+        schema = {context.table: {c: p.type for c, p in context.detected_types.items()}}
+        if context.embedding_table:
+            from concerto.data.embed import SCHEMA
+
+            schema[context.embedding_table] = SCHEMA
+        return self._adapt(check_query(sql, schema, dialect=self.dialect))
 
     def _arrow(self, context: DataContext, sql: str) -> Any:
         """Checked SQL's rows as an Arrow table; stores with a native Arrow path override it."""
