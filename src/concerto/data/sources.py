@@ -11,9 +11,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from concerto.data.store import DEMO, SourceError, Store
+from concerto.data.store import DEMO, QueryFailed, SourceError, Store
 
 if TYPE_CHECKING:
+    from concerto.agents.base import AgentFailure
     from concerto.data.context import DataContext
     from concerto.nlp.embeddings import Embedder
     from concerto.resources import Resources
@@ -87,3 +88,18 @@ def choose(store: Store, name: str | None = None) -> DataContext:
     with _LOADING_DEMO:  # two agents of one plan may both ask for it first (DuckDB: write-write conflict)
         demo = next((c for c in store.contexts() if c.name == DEMO), None)
         return demo if demo is not None else load_demo(store)
+
+
+def source_failure(exc: SourceError | QueryFailed) -> AgentFailure:
+    """What an agent reports when the source it needs is missing or the database is down."""
+    from concerto.agents.base import AgentFailure
+    from concerto.contracts.common import ErrorKind
+
+    if isinstance(exc, SourceError):
+        return AgentFailure(
+            str(exc),
+            error_type="source_not_found",
+            kind=ErrorKind.NOT_FOUND,
+            suggestion="See the loaded sources with `concerto data list`; load one with `concerto data load FILE`.",
+        )
+    return AgentFailure(str(exc), error_type="database_unavailable", kind=ErrorKind.UNAVAILABLE)

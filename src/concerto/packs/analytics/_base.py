@@ -21,7 +21,7 @@ from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentResult,
 from concerto.contracts.common import ErrorKind
 from concerto.contracts.events import EventType
 from concerto.data.safety import UnsafeQuery
-from concerto.data.sources import choose, store_for
+from concerto.data.sources import choose, source_failure, store_for
 from concerto.data.store import QueryFailed, QueryResult, SourceError, Store
 from concerto.nlp.terms import words
 from concerto.packs.analytics.reading import Reading, read
@@ -392,14 +392,9 @@ class AnalyticsAgent(Agent):
             named = None if name else _named_source(store.contexts(), str(payload.get("request") or ""))
             if named is not None:
                 return named
-            raise AgentFailure(
-                str(exc),
-                error_type="source_not_found",
-                kind=ErrorKind.NOT_FOUND,
-                suggestion="See the loaded sources with `concerto data list`; load one with `concerto data load FILE`.",
-            ) from None
+            raise source_failure(exc) from None
         except QueryFailed as exc:  # the database itself (PostgreSQL down)
-            raise AgentFailure(str(exc), error_type="database_unavailable", kind=ErrorKind.UNAVAILABLE) from None
+            raise source_failure(exc) from None
 
     async def _values(self, store: Store, source: DataContext) -> dict[str, list[object]]:
         """Distinct values of the category and label columns, once per source and orchestrator."""

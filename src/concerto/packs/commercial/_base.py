@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentResult, Unanswered
 from concerto.contracts.common import ErrorKind
 from concerto.contracts.events import EventType
-from concerto.data.sources import store_for
+from concerto.data.sources import source_failure, store_for
 from concerto.data.store import QueryFailed, SourceError
 from concerto.packs.commercial import columns as cols
 from concerto.packs.commercial.data import BRANDS, PANEL, load_commercial
@@ -217,15 +217,8 @@ class CommercialAgent(Agent):
             if name:
                 return await asyncio.to_thread(store.context, str(name))
             return await asyncio.to_thread(load_commercial, store, self.default_source)
-        except SourceError as exc:
-            raise AgentFailure(
-                str(exc),
-                error_type="source_not_found",
-                kind=ErrorKind.NOT_FOUND,
-                suggestion="See the loaded sources with `concerto data list`; load one with `concerto data load FILE`.",
-            ) from None
-        except QueryFailed as exc:
-            raise AgentFailure(str(exc), error_type="database_unavailable", kind=ErrorKind.UNAVAILABLE) from None
+        except (SourceError, QueryFailed) as exc:
+            raise source_failure(exc) from None
 
     def _brand(
         self, payload: dict[str, Any], context: AgentContext, request: str, source: DataContext | None
