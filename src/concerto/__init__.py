@@ -1,6 +1,8 @@
 """Concerto: a multi-agent orchestrator for plain-language questions about data and systems.
 
-The public API is what `__all__` lists; modules are implementation detail. Names load on
+The public API is what `__all__` lists; modules are implementation detail. In async code:
+`async with concerto.Orchestrator() as o: await o.ask("...")`; elsewhere (a script, a
+notebook): `concerto.ask("...")`. See docs/python-api.md. Names load on
 first use (PEP 562), so `import concerto.packs.city.servers` in an MCP server process or
 the CLI's start-up does not pay for the engine, numpy and FastAPI.
 """
@@ -15,6 +17,7 @@ if TYPE_CHECKING:
     from concerto.agents.loader import load_registry
     from concerto.agents.pack import Pack
     from concerto.agents.registry import AgentRegistry, register_agent
+    from concerto.api import ask
     from concerto.contracts.common import AgentError, ErrorKind, ExecutionStatus
     from concerto.contracts.dispatch import AgentDispatchRequest, AgentDispatchResponse
     from concerto.contracts.events import Event, EventType, QueryState
@@ -53,6 +56,7 @@ _WHERE = {
     "OrchestratorOutput": "concerto.contracts.orchestrator",
     "QueryState": "concerto.contracts.events",
     "Settings": "concerto.settings",
+    "ask": "concerto.api",
     "load_registry": "concerto.agents.loader",
     "register_agent": "concerto.agents.registry",
 }
@@ -82,6 +86,7 @@ __all__ = [
     "PackSettings",
     "QueryState",
     "Settings",
+    "ask",
     "load_registry",
     "register_agent",
 ]

@@ -33,7 +33,7 @@ PARAMETER_NAMES: JsonDict = {
     "not": {"enum": [k for k in sorted(RESERVED_PAYLOAD_KEYS)]},
 }
 
-ClassificationMethod = Literal["pattern", "semantic", "llm", "none"]
+ClassificationMethod = Literal["pattern", "semantic", "llm", "direct", "none"]  # direct: the caller named the agent
 ErrorCategory = Literal[
     "invalid_input",
     "classification_failed",

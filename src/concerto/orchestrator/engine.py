@@ -33,7 +33,7 @@ from concerto.orchestrator.events import EventLog, EventStream, elapsed_ms
 from concerto.orchestrator.executor import Executor
 from concerto.orchestrator.intents import load_intents
 from concerto.orchestrator.planner import PlanError, Planner
-from concerto.orchestrator.router import Router
+from concerto.orchestrator.router import RouteDecision, Router
 from concerto.orchestrator.semantic import SemanticIndex
 from concerto.orchestrator.synthesizer import Synthesizer
 from concerto.resources import Resources
@@ -150,8 +150,10 @@ class Orchestrator:
         *,
         now: datetime | None = None,
         events: EventStream | None = None,
+        agent: str | None = None,
     ) -> Result:
-        """Answer one question. `now` fixes the clock every agent sees."""
+        """Answer one question. `now` fixes the clock every agent sees; `agent` skips routing
+        and asks that agent alone (a direct call: MCP's per-agent tools, LangGraph nodes)."""
         start = time.perf_counter()
         try:
             request = _as_input(query)
@@ -169,7 +171,7 @@ class Orchestrator:
         events = events or EventStream(request.query_id, self.settings.max_events)
         events.query_id = request.query_id
         try:
-            result = await self._answer(request, _utc(now), events, start)
+            result = await self._answer(request, _utc(now), events, start, agent)
         except Exception as exc:  # the last net: a bug becomes a structured error, not a trace
             log.exception("query %s failed", request.query_id)
             events.emit(EventType.ERROR, "Internal error", step=99, details={"error": type(exc).__name__})
@@ -185,9 +187,13 @@ class Orchestrator:
         return result
 
     async def stream(
-        self, query: OrchestratorInput | str | dict[str, Any], *, now: datetime | None = None
+        self,
+        query: OrchestratorInput | str | dict[str, Any],
+        *,
+        now: datetime | None = None,
+        agent: str | None = None,
     ) -> AsyncIterator[Event | Result]:
-        """Yield events as they happen, then the result."""
+        """Yield events as they happen, then the result (`now` and `agent` as for `ask`)."""
         import asyncio
 
         qid = query.query_id if isinstance(query, OrchestratorInput) else ""
@@ -195,7 +201,7 @@ class Orchestrator:
         subscription = events.subscribe()
         first = asyncio.ensure_future(anext(subscription, None))  # subscribe before work starts
         await asyncio.sleep(0)
-        task = asyncio.create_task(self.ask(query, now=now, events=events))
+        task = asyncio.create_task(self.ask(query, now=now, events=events, agent=agent))
         pending_event: asyncio.Future[Event | None] = first
         try:
             while True:
@@ -210,7 +216,9 @@ class Orchestrator:
                 if not leftover.done():
                     leftover.cancel()
 
-    async def _answer(self, request: OrchestratorInput, now: datetime, events: EventStream, start: float) -> Result:
+    async def _answer(
+        self, request: OrchestratorInput, now: datetime, events: EventStream, start: float, agent: str | None = None
+    ) -> Result:
         usage = Usage()
         breakdown: dict[str, Any] = {}
         events.state(QueryState.RECEIVED, "Received question", chars=len(request.query))
@@ -218,7 +226,15 @@ class Orchestrator:
 
         events.state(QueryState.ANALYZING, "Classifying the question")
         t = time.perf_counter()
-        decision = await self.router.route(request.query, usage, request)
+        if agent is None:
+            decision = await self.router.route(request.query, usage, request)
+        elif agent in self.registry.names():
+            decision = self._direct(agent, request.query)
+        else:
+            known = ", ".join(self.registry.names()) or "none"
+            return self._error(
+                request, start, f"No agent named '{agent}' is loaded (loaded: {known})", "invalid_input", events
+            )
         breakdown["routing_ms"] = elapsed_ms(t)
         cls = decision.classification
         events.emit(
@@ -328,6 +344,21 @@ class Orchestrator:
             intent_classification=cls,
             notes=notes,
         )
+
+    def _direct(self, name: str, question: str) -> RouteDecision:
+        """The decision for a question asked of one agent by name: no routing, one task (with the
+        payload the agent's own structured format reads from the question, if it is in one)."""
+        _ = self.router  # the planner and synthesizer are built with it
+        payload = self.agent(name).match_structured(question)
+        classification = IntentClassification(
+            primary_intent=name,
+            confidence=1.0,
+            classification_method="direct",
+            agents=[name],
+            entities_extracted=payload or {},
+            reasoning=f"asked of {name} directly",
+        )
+        return RouteDecision(classification, structured={name: payload} if payload is not None else {})
 
     def _context_factory(self, request: OrchestratorInput, now: datetime, events: EventStream):  # type: ignore[no-untyped-def]
         def make(task: AgentTask, agent: str, deps: list[AgentDispatchResponse]) -> AgentContext:
