@@ -1,0 +1,288 @@
+"""Concerto as an A2A agent: its agent card and the A2A endpoint on `concerto serve` (a2a-sdk 1.x).
+
+Agents built on other frameworks find Concerto at `/.well-known/agent-card.json` and send
+it tasks at `/a2a`: JSON-RPC 2.0 (also the 0.3 method names) and the HTTP+JSON binding
+(`/a2a/message:send`, `/a2a/tasks/{id}` ...). A message's text is the question; a data
+part may carry any other `OrchestratorInput` field (`source`, `user_expertise`,
+`parameters` ...). Each transparency event becomes a `working` status update, the answer an
+`answer` artifact (the response as text, the output contract as data) and the task
+completes; an error contract makes the task `failed` with the contract as data. Earlier
+answered tasks of the same context are the question's `conversation_history`.
+
+The SDK speaks the protocol (routing, validation, task store, streams, errors in JSON-RPC's
+shape); this module only translates between its tasks and the one orchestrator of the app
+(`app.state.orchestrator`), reached through the call context of each request. Tasks live
+in memory for the process's lifetime (issue 19 moves state to a database).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+from a2a.helpers import get_data_parts, get_text_parts, new_data_part, new_text_part
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.context import ServerCallContext
+from a2a.server.events import Event as A2AEvent
+from a2a.server.events import EventQueue
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.request_handlers.response_helpers import agent_card_to_dict
+from a2a.server.routes import DefaultServerCallContextBuilder, create_jsonrpc_routes, create_rest_routes
+from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+from a2a.types import (
+    AgentCapabilities,
+    AgentCard,
+    AgentInterface,
+    AgentSkill,
+    ListTasksRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageRequest,
+    Task,
+    TaskState,
+    TaskStatus,
+)
+from a2a.utils.constants import (
+    AGENT_CARD_WELL_KNOWN_PATH,
+    PROTOCOL_VERSION_0_3,
+    PROTOCOL_VERSION_1_0,
+    TransportProtocol,
+)
+from a2a.utils.errors import InvalidParamsError
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ValidationError
+from starlette.routing import Route
+
+from concerto.contracts.events import Event
+from concerto.contracts.orchestrator import OrchestratorErrorResponse, OrchestratorInput
+from concerto.orchestrator.engine import validation_message
+
+if TYPE_CHECKING:
+    from starlette.routing import BaseRoute
+
+    from concerto.agents.base import AgentInfo
+    from concerto.orchestrator.engine import Orchestrator
+
+A2A_PATH = "/a2a"
+CARD_PATH = AGENT_CARD_WELL_KNOWN_PATH
+ANSWER_ARTIFACT = "answer"
+EVENT_METADATA = "concerto_event"  # key of a status update's metadata holding the Event contract
+MAX_HISTORY_TASKS = 10  # earlier tasks of a context read back as conversation history
+MODES = ["text/plain", "application/json"]
+_ORCHESTRATOR = "concerto.orchestrator"  # key of the call context's state
+# The card's one skill when no agent is loaded (a card needs at least one).
+ASK_SKILL = AgentSkill(id="ask", name="ask", description="Any question; no agent is loaded yet", tags=["concerto"])
+
+
+def router() -> APIRouter:
+    """The card and the A2A routes, with a task store and request handler of their own (one
+    per app); the handler's running tasks are drained when the app shuts down."""
+    store = InMemoryTaskStore()
+    handler = _Handler(
+        agent_executor=ConcertoExecutor(store),
+        task_store=store,
+        agent_card=agent_card("http://localhost/", []),
+    )
+    context = _CallContext()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await handler.aclose()
+
+    api = APIRouter(lifespan=lifespan)
+
+    async def card(request: Request) -> JSONResponse:
+        """The agent card: Concerto, one skill per loaded agent, this server's URLs."""
+        orchestrator: Orchestrator = request.app.state.orchestrator
+        found = agent_card(str(request.base_url), orchestrator.registry.infos())
+        return JSONResponse(agent_card_to_dict(found))
+
+    api.add_api_route(CARD_PATH, card, methods=["GET"], include_in_schema=False)
+    # Starlette routes (JSON-RPC envelopes and the protobuf JSON of the REST binding are not
+    # described by FastAPI models): left out of the OpenAPI document, described in docs/protocols/a2a.md.
+    routes: list[BaseRoute] = [
+        *create_jsonrpc_routes(handler, A2A_PATH, context_builder=context, enable_v0_3_compat=True),
+        # The SDK also mounts every REST route under `/{tenant}`, which on the app's root would
+        # catch any two-segment path; Concerto has no tenants.
+        *(r for r in create_rest_routes(handler, context, path_prefix=A2A_PATH) if isinstance(r, Route)),
+    ]
+    api.routes.extend(routes)
+    return api
+
+
+def agent_card(base_url: str, infos: list[AgentInfo]) -> AgentCard:
+    """Concerto's card: what it is, how to reach it from `base_url`, one skill per agent."""
+    url = base_url.rstrip("/") + A2A_PATH
+    return AgentCard(
+        name="Concerto",
+        description=(
+            "Answers plain-language questions about data and systems by routing them to specialist "
+            "agents; streams every step it takes and returns the answer with its data."
+        ),
+        version=_version(),
+        supported_interfaces=[
+            AgentInterface(url=url, protocol_binding=TransportProtocol.JSONRPC, protocol_version=PROTOCOL_VERSION_1_0),
+            AgentInterface(
+                url=url, protocol_binding=TransportProtocol.HTTP_JSON, protocol_version=PROTOCOL_VERSION_1_0
+            ),
+            AgentInterface(url=url, protocol_binding=TransportProtocol.JSONRPC, protocol_version=PROTOCOL_VERSION_0_3),
+        ],
+        capabilities=AgentCapabilities(streaming=True, push_notifications=False),
+        default_input_modes=MODES,
+        default_output_modes=MODES,
+        skills=[
+            AgentSkill(
+                id=info.name,
+                name=info.name.replace("_", " "),
+                description=info.description,
+                tags=[t for t in (info.pack, info.name) if t],
+                examples=info.examples,
+            )
+            for info in infos
+        ]
+        or [ASK_SKILL],
+    )
+
+
+def question(message: Message, query_id: str | None = None) -> OrchestratorInput:
+    """The input contract a message carries: its text parts are the question; its data parts
+    (JSON objects, merged in order) any other field. Anything invalid is the protocol's
+    invalid-params error, naming the field."""
+    fields: dict[str, Any] = {}
+    for data in get_data_parts(message.parts):
+        if not isinstance(data, dict):
+            raise InvalidParamsError(message="a data part must be a JSON object of OrchestratorInput fields")
+        fields.update(data)
+    text = "\n".join(get_text_parts(message.parts))
+    if text or "query" not in fields:
+        fields["query"] = text
+    if query_id and "query_id" not in fields:
+        fields["query_id"] = query_id
+    try:
+        return OrchestratorInput.model_validate(fields)
+    except ValidationError as exc:
+        errors = [
+            {
+                "field": ".".join(str(p) for p in e["loc"]) or "message",
+                "message": str(e["msg"]).removeprefix("Value error, "),
+            }
+            for e in exc.errors()
+        ]
+        raise InvalidParamsError(
+            message="Invalid question — " + validation_message(exc.errors()), data={"errors": errors}
+        ) from None
+
+
+class ConcertoExecutor(AgentExecutor):
+    """Runs a task's question through the app's orchestrator and reports it as A2A events."""
+
+    def __init__(self, store: InMemoryTaskStore) -> None:
+        self.store = store
+        self._cancelled: set[str] = set()
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        task_id, context_id = context.task_id or "", context.context_id or ""
+        message = context.message or Message()
+        if context.current_task is None:
+            task = Task(id=task_id, context_id=context_id, status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED))
+            task.history.append(message)
+            await event_queue.enqueue_event(task)
+        updater = TaskUpdater(event_queue, task_id, context_id)
+        orchestrator: Orchestrator = context.call_context.state[_ORCHESTRATOR]
+        try:
+            request = question(message, query_id=task_id)
+            if request.conversation_history is None:
+                history = await self._history(context_id, task_id, context.call_context)
+                request = request.model_copy(update={"conversation_history": history or None})
+            async for item in orchestrator.stream(request):
+                if task_id in self._cancelled:
+                    return
+                if isinstance(item, Event):
+                    text = item.title if item.source == "orchestrator" else f"{item.source}: {item.title}"
+                    await updater.update_status(
+                        TaskState.TASK_STATE_WORKING,
+                        message=updater.new_agent_message([new_text_part(text)]),
+                        metadata={EVENT_METADATA: _json(item)},
+                    )
+                elif isinstance(item, OrchestratorErrorResponse):
+                    await updater.failed(updater.new_agent_message(_parts(item.error_message, item)))
+                else:
+                    await updater.add_artifact(_parts(item.response, item), name=ANSWER_ARTIFACT)
+                    await updater.complete()
+        except InvalidParamsError as exc:  # checked by the handler already; a task resumed later is not
+            await updater.failed(updater.new_agent_message([new_text_part(exc.message)]))
+        finally:
+            self._cancelled.discard(task_id)
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        """Mark the task cancelled; the SDK then cancels `execute`, whose stream stops the run."""
+        task_id = context.task_id or ""
+        self._cancelled.add(task_id)
+        await TaskUpdater(event_queue, task_id, context.context_id or "").cancel()
+
+    async def _history(self, context_id: str, task_id: str, call: ServerCallContext) -> list[dict[str, Any]]:
+        """The question and answer of the context's earlier completed tasks, oldest first."""
+        page = await self.store.list(
+            ListTasksRequest(context_id=context_id, include_artifacts=True, page_size=MAX_HISTORY_TASKS + 1), call
+        )
+        turns: list[dict[str, Any]] = []
+        for task in reversed(page.tasks):  # the store lists the newest first
+            if task.id == task_id or task.status.state != TaskState.TASK_STATE_COMPLETED:
+                continue
+            asked = next((m for m in task.history if m.role == Role.ROLE_USER), None)
+            answer = next((a for a in task.artifacts if a.name == ANSWER_ARTIFACT), None)
+            if asked is not None and answer is not None:
+                turns.append({"role": "user", "content": "\n".join(get_text_parts(asked.parts))})
+                turns.append({"role": "assistant", "content": "\n".join(get_text_parts(answer.parts))})
+        return turns
+
+
+class _Handler(DefaultRequestHandler):
+    """The SDK's handler, refusing a message that carries no valid question before any task
+    exists (the protocol's invalid-params error, not a failed task)."""
+
+    async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Message | Task:
+        question(params.message)
+        return await super().on_message_send(params, context)
+
+    async def on_message_send_stream(
+        self, params: SendMessageRequest, context: ServerCallContext
+    ) -> AsyncGenerator[A2AEvent, None]:
+        question(params.message)
+        async for event in super().on_message_send_stream(params, context):
+            yield event
+
+
+class _CallContext(DefaultServerCallContextBuilder):
+    """The SDK's call context plus the app's orchestrator, for the executor."""
+
+    def build(self, request: Request) -> ServerCallContext:
+        context = super().build(request)
+        context.state[_ORCHESTRATOR] = request.app.state.orchestrator
+        return context
+
+
+def _parts(text: str, contract: BaseModel) -> list[Part]:
+    return [new_text_part(text, media_type="text/plain"), new_data_part(_json(contract), media_type="application/json")]
+
+
+def _json(model: BaseModel) -> dict[str, Any]:
+    """A contract as plain JSON values (non-finite numbers as null, which protobuf's Value keeps)."""
+    value: dict[str, Any] = json.loads(model.model_dump_json())
+    return value
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("concerto")
+    except PackageNotFoundError:
+        return "0.0.0"

@@ -1,0 +1,304 @@
+"""The A2A endpoint, tried with the SDK's own client (a2a.client): against a real `concerto
+serve` on loopback (card, send, stream, failed task, protocol errors, both transports), and
+in process through the ASGI app where a test needs agents of its own (cancel, the fields of a
+data part, a context's earlier answers)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from a2a.client import A2ACardResolver, Client, ClientConfig, create_client
+from a2a.helpers import get_data_parts, get_text_parts, new_data_part, new_text_message, new_text_part
+from a2a.types import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    InvalidParamsError,
+    Message,
+    Role,
+    SendMessageRequest,
+    StreamResponse,
+    Task,
+    TaskNotCancelableError,
+    TaskState,
+)
+from a2a.utils.constants import TransportProtocol
+from a2a.utils.proto_utils import validate_proto_required_fields
+from google.protobuf.json_format import MessageToDict
+
+from _services.ports import free_port
+from concerto.agents.base import Agent, AgentContext, AgentInfo, AgentResult
+from concerto.agents.registry import AgentRegistry
+from concerto.contracts.events import Event
+from concerto.contracts.orchestrator import OrchestratorErrorResponse, OrchestratorOutput
+from concerto.orchestrator.engine import Orchestrator
+from concerto.protocols.a2a_server import EVENT_METADATA, router
+from concerto.server.app import create_app
+from concerto.settings import Settings
+from concerto.testing import fake_agent
+
+A2A_VERSION = {"A2A-Version": "1.0"}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`concerto serve` with the echo agent alone, on a free loopback port."""
+    port = free_port()
+    env = {**os.environ, "CONCERTO_DATA_DIR": str(tmp_path_factory.mktemp("data")), "CONCERTO_AGENTS": "echo"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "concerto.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{base}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise AssertionError(proc.stdout.read().decode() if proc.stdout else "server died") from None
+                time.sleep(0.2)
+        yield base
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+@asynccontextmanager
+async def a2a_client(base: str, transport: str = TransportProtocol.JSONRPC, **config: Any) -> AsyncIterator[Client]:
+    """The SDK's client for the server at `base`, found from its agent card."""
+    async with httpx.AsyncClient(timeout=60) as http:
+        client = await create_client(
+            base, ClientConfig(httpx_client=http, supported_protocol_bindings=[transport], **config)
+        )
+        async with client:
+            yield client
+
+
+def ask(text: str, *data: dict[str, Any], context_id: str = "") -> SendMessageRequest:
+    message = new_text_message(text, context_id=context_id or None, role=Role.ROLE_USER)
+    message.parts.extend(new_data_part(d) for d in data)
+    return SendMessageRequest(message=message)
+
+
+async def collect(client: Client, request: SendMessageRequest) -> list[StreamResponse]:
+    return [item async for item in client.send_message(request)]
+
+
+def answer(task: Task) -> tuple[str, OrchestratorOutput]:
+    """The text and the output contract of a completed task's `answer` artifact."""
+    (artifact,) = task.artifacts
+    assert artifact.name == "answer"
+    (text,) = get_text_parts(artifact.parts)
+    (data,) = get_data_parts(artifact.parts)
+    return text, OrchestratorOutput.model_validate(data)
+
+
+# -- against `concerto serve` --------------------------------------------------------------
+
+
+async def test_the_card_names_concerto_its_skills_and_this_server(server: str) -> None:
+    async with httpx.AsyncClient() as http:
+        card = await A2ACardResolver(http, server).get_agent_card()
+    validate_proto_required_fields(card)  # every field the protocol requires is there
+    assert card.name == "Concerto" and card.capabilities.streaming
+    assert [(i.protocol_binding, i.protocol_version, i.url) for i in card.supported_interfaces] == [
+        ("JSONRPC", "1.0", f"{server}/a2a"),
+        ("HTTP+JSON", "1.0", f"{server}/a2a"),
+        ("JSONRPC", "0.3", f"{server}/a2a"),
+    ]
+    (skill,) = card.skills
+    assert skill.id == "echo" and skill.examples and "city" in skill.tags
+
+
+async def test_a_message_becomes_a_completed_task_with_the_answer(server: str) -> None:
+    async with a2a_client(server, streaming=False) as client:
+        (item,) = await collect(client, ask("echo hello world"))
+    task = item.task
+    assert task.status.state == TaskState.TASK_STATE_COMPLETED
+    text, output = answer(task)
+    assert text == output.response == 'Echo: "hello world"'
+    assert output.agents_invoked == ["echo"] and output.query_id == task.id
+    assert task.history[0].role == Role.ROLE_USER  # the question, then the steps as the agent's messages
+
+
+async def test_a_stream_reports_each_step_before_the_answer(server: str) -> None:
+    async with a2a_client(server) as client:
+        items = await collect(client, ask("echo streamed"))
+    kinds = [item.WhichOneof("payload") for item in items]
+    assert kinds[0] == "task" and kinds[-1] == "status_update"
+    assert kinds.index("artifact_update") == len(kinds) - 2  # every step came before the answer
+    steps = [item.status_update for item in items[1:-2]]
+    assert len(steps) >= 5 and all(s.status.state == TaskState.TASK_STATE_WORKING for s in steps)
+    events = [Event.model_validate(MessageToDict(s.metadata)[EVENT_METADATA]) for s in steps]
+    assert all(get_text_parts(s.status.message.parts)[0].endswith(e.title) for s, e in zip(steps, events, strict=True))
+    assert [e.seq for e in events] == sorted(e.seq for e in events)
+    artifact = items[-2].artifact_update.artifact
+    assert get_text_parts(artifact.parts) == ['Echo: "streamed"']
+    assert items[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
+
+
+async def test_a_question_no_agent_answers_fails_the_task_with_the_error_contract(server: str) -> None:
+    async with a2a_client(server, streaming=False) as client:
+        (item,) = await collect(client, ask("what is the capital of Mongolia?"))
+    status = item.task.status
+    assert status.state == TaskState.TASK_STATE_FAILED
+    (text,) = get_text_parts(status.message.parts)
+    error = OrchestratorErrorResponse.model_validate(get_data_parts(status.message.parts)[0])
+    assert error.error_category == "classification_failed" and text == error.error_message
+    assert error.alternative_queries  # what to ask instead
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_an_empty_message_is_the_protocols_invalid_params_error(server: str, streaming: bool) -> None:
+    async with a2a_client(server, streaming=streaming) as client:
+        with pytest.raises(InvalidParamsError, match="the question is empty"):
+            await collect(client, ask("   "))
+        with pytest.raises(InvalidParamsError, match="user_expertise"):
+            await collect(client, ask("echo hi", {"user_expertise": "wizard"}))
+
+
+async def test_the_rest_binding_answers_too(server: str) -> None:
+    async with a2a_client(server, TransportProtocol.HTTP_JSON, streaming=False) as client:
+        (item,) = await collect(client, ask("echo over rest"))
+        assert answer(item.task)[0] == 'Echo: "over rest"'
+        again = await client.get_task(GetTaskRequest(id=item.task.id))
+        assert again.status.state == TaskState.TASK_STATE_COMPLETED
+
+
+async def test_malformed_requests_get_json_rpc_errors_not_traces(server: str) -> None:
+    async with httpx.AsyncClient(base_url=server) as http:
+        cases = [
+            (b"{not json", -32700),
+            (b'{"jsonrpc": "2.0", "id": 1, "method": "NoSuchMethod"}', -32601),
+            (b'{"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": 7}}', -32602),
+            (b'{"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "nope"}}', -32001),
+        ]
+        for body, code in cases:
+            response = await http.post(
+                "/a2a", content=body, headers={**A2A_VERSION, "content-type": "application/json"}
+            )
+            assert response.status_code == 200
+            error = response.json()["error"]
+            assert error["code"] == code, body
+            assert "Traceback" not in response.text and 'File "' not in response.text
+
+
+async def test_a_client_of_protocol_0_3_is_answered(server: str) -> None:
+    """Many frameworks still speak 0.3 (`message/send`, `kind` on each part)."""
+    message = {"messageId": "m1", "role": "user", "kind": "message", "parts": [{"kind": "text", "text": "echo old"}]}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": message}}
+    async with httpx.AsyncClient(base_url=server, timeout=60) as http:
+        result = (await http.post("/a2a", json=body)).json()["result"]
+    assert result["status"]["state"] == "completed"
+    assert result["artifacts"][0]["parts"][0]["text"] == 'Echo: "old"'
+
+
+# -- in process, with agents of the test's own ---------------------------------------------
+
+
+@asynccontextmanager
+async def serving(*agents: type[Agent]) -> AsyncIterator[httpx.AsyncClient]:
+    """The app with these agents and the A2A routes, its lifespan running, over ASGI."""
+    settings = Settings(data_dir=Path(tempfile.mkdtemp(prefix="concerto-a2a-")), store_events=False)
+    app = create_app(orchestrator=Orchestrator(settings, registry=AgentRegistry(list(agents))))
+    app.include_router(router())  # what `concerto serve` does with the protocols pack's routes
+    transport = httpx.ASGITransport(app)
+    async with app.router.lifespan_context(app), httpx.AsyncClient(transport=transport, base_url="http://test") as http:
+        yield http
+
+
+async def test_cancel_stops_the_run() -> None:
+    started, stopped = asyncio.Event(), asyncio.Event()
+
+    class Slow(Agent):
+        info = AgentInfo(name="slow", description="Thinks slowly about anything", examples=["think slowly"])
+
+        async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
+            started.set()
+            try:
+                await asyncio.sleep(60)
+            except asyncio.CancelledError:
+                stopped.set()
+                raise
+            return AgentResult(output={})
+
+    async with serving(Slow) as http:
+        config = ClientConfig(httpx_client=http, streaming=False, polling=True)  # returns once the task exists
+        client = await create_client("http://test", config)
+        (item,) = await collect(client, ask("think slowly"))
+        await asyncio.wait_for(started.wait(), 10)
+        cancelled = await client.cancel_task(CancelTaskRequest(id=item.task.id))
+        assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
+        await asyncio.wait_for(stopped.wait(), 5)  # the agent's work was stopped, not left running
+        task = await client.get_task(GetTaskRequest(id=item.task.id))
+        assert task.status.state == TaskState.TASK_STATE_CANCELED and not task.artifacts
+        with pytest.raises(TaskNotCancelableError):
+            await client.cancel_task(CancelTaskRequest(id=item.task.id))
+
+
+async def test_a_data_part_carries_the_input_contracts_fields() -> None:
+    seen: list[AgentContext] = []
+    greeter = fake_agent("greeter", description="Says hello to people", examples=["say hello to me"])
+    counter = fake_agent(
+        "counter",
+        description="Counts the words of a text",
+        examples=["count words"],
+        on_run=lambda c, p: seen.append(c),
+    )
+    async with serving(greeter, counter) as http:
+        client = await create_client("http://test", ClientConfig(httpx_client=http, streaming=False))
+        fields = {"user_expertise": "executive", "parameters": {"column": "revenue"}, "context": "board pack"}
+        (item,) = await collect(client, ask("count the words of this", fields))
+    assert item.task.status.state == TaskState.TASK_STATE_COMPLETED
+    (context,) = seen
+    assert context.query.user_expertise == "executive" and context.query.context == "board pack"
+    assert context.query.parameters == {"column": "revenue"}
+
+
+async def test_earlier_answers_of_a_context_are_the_conversation_history() -> None:
+    seen: list[AgentContext] = []
+    agent = fake_agent(
+        "counter",
+        description="Counts words",
+        examples=["count words"],
+        summary="Three words.",
+        on_run=lambda c, p: seen.append(c),
+    )
+    async with serving(agent) as http:
+        client = await create_client("http://test", ClientConfig(httpx_client=http, streaming=False))
+        (first,) = await collect(client, ask("count words: a b c"))
+        (second,) = await collect(client, ask("count words again", context_id=first.task.context_id))
+        (other,) = await collect(client, ask("count words elsewhere"))
+    assert second.task.context_id == first.task.context_id != other.task.context_id
+    first_answer = answer(first.task)[0]
+    assert seen[0].query.conversation_history is None
+    assert seen[1].query.conversation_history == [
+        {"role": "user", "content": "count words: a b c"},
+        {"role": "assistant", "content": first_answer},
+    ]
+    assert seen[2].query.conversation_history is None
+
+
+def test_a_message_without_text_or_data_is_refused_before_any_task() -> None:
+    from concerto.protocols.a2a_server import question
+
+    with pytest.raises(InvalidParamsError, match="the question is empty"):
+        question(Message(role=Role.ROLE_USER, message_id="m", parts=[new_text_part("")]))
+    with pytest.raises(InvalidParamsError, match="JSON object"):
+        question(Message(role=Role.ROLE_USER, message_id="m", parts=[new_text_part("hi"), new_data_part([1, 2])]))
+    assert question(Message(role=Role.ROLE_USER, message_id="m", parts=[new_data_part({"query": "hi"})])).query == "hi"
