@@ -302,3 +302,19 @@ def test_a_message_without_text_or_data_is_refused_before_any_task() -> None:
     with pytest.raises(InvalidParamsError, match="JSON object"):
         question(Message(role=Role.ROLE_USER, message_id="m", parts=[new_text_part("hi"), new_data_part([1, 2])]))
     assert question(Message(role=Role.ROLE_USER, message_id="m", parts=[new_data_part({"query": "hi"})])).query == "hi"
+
+
+async def test_the_task_store_keeps_the_newest_finished_tasks_only() -> None:
+    from a2a.server.context import ServerCallContext
+    from a2a.types import TaskStatus
+
+    from concerto.protocols.a2a_server import BoundedTaskStore
+
+    store, call = BoundedTaskStore(limit=3), ServerCallContext()
+    running = Task(id="running", context_id="c", status=TaskStatus(state=TaskState.TASK_STATE_WORKING))
+    await store.save(running, call)
+    for n in range(5):
+        done = Task(id=f"done-{n}", context_id="c", status=TaskStatus(state=TaskState.TASK_STATE_COMPLETED))
+        await store.save(done, call)
+    kept = [t for t in ["running", *(f"done-{n}" for n in range(5))] if await store.get(t, call)]
+    assert kept == ["running", "done-2", "done-3", "done-4"]  # a running task is never dropped
