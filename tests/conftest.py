@@ -23,6 +23,8 @@ from _services.postgres import HINT as POSTGRES_HINT
 from _services.postgres import Postgres, running_postgres
 from _services.prometheus import INSTALL_HINT as PROMETHEUS_HINT
 from _services.prometheus import LocalPrometheus
+from _services.ray import HINT as RAY_HINT
+from _services.ray import RayCluster, start_cluster, warm_up_workers
 from _services.weather import Replay
 from concerto.testing import block_llm_requests
 
@@ -106,6 +108,20 @@ def postgres() -> Iterator[Postgres]:
     server = policy.start("postgres", running.__enter__, POSTGRES_HINT)
     yield server
     running.__exit__(None, None, None)
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[RayCluster]:
+    """A local Ray cluster (its own head process), joined by this process for the session."""
+    cluster = policy.start("ray", start_cluster, RAY_HINT)
+    os.environ.update(cluster.auth)  # this process and the servers tests start join with the token
+    import ray
+
+    ray.init(address=cluster.address, namespace="concerto", log_to_driver=False)
+    warm_up_workers()
+    yield cluster
+    ray.shutdown()
+    cluster.stop()
 
 
 @pytest.fixture(scope="session")

@@ -102,6 +102,15 @@ class Settings(_ConcertoSettings):
     store_events: bool = Field(True, description="Append every event to events.sqlite in the data dir")
     max_events: int = Field(1000, ge=10, description="Events kept in memory per query")
 
+    # Scale-out (docs/scale-out.md)
+    executor: Literal["local", "ray"] = Field(
+        "local", description="Where agents that declare `remote` run: in this process, or on a Ray cluster"
+    )
+    ray_address: str = Field(
+        "", description="Ray cluster to join (host:port, ray://host:10001, auto); empty: start a local one"
+    )
+    ray_replicas: int = Field(1, ge=1, le=64, description="Ray actors per agent that declares `remote: actor`")
+
     _sections: dict[type[PackSettings], PackSettings] = PrivateAttr(default_factory=dict)
 
     @field_validator("llm_api_key", mode="before")

@@ -1,6 +1,6 @@
 """One policy for every real service the suite starts: it must start, unless explicitly skipped.
 
-`CONCERTO_SKIP_<SERVICE>=1` (LLM, PROMETHEUS, CHROMA, POSTGRES, CONFORMANCE) skips the
+`CONCERTO_SKIP_<SERVICE>=1` (LLM, PROMETHEUS, CHROMA, POSTGRES, CONFORMANCE, RAY) skips the
 tests that need that service. Any other reason a service cannot start (not installed,
 died, never answered) fails those tests with what to install: a missing service must
 not quietly turn tests into skips. Every skip is listed at the end of the run (see
@@ -17,7 +17,7 @@ import pytest
 
 T = TypeVar("T")
 
-SERVICES = ("llm", "prometheus", "chroma", "postgres", "conformance")
+SERVICES = ("llm", "prometheus", "chroma", "postgres", "conformance", "ray")
 
 # Read once, at import: the per-test isolation clears every CONCERTO_* variable later.
 SKIP_REQUESTED = frozenset(s for s in SERVICES if os.environ.get(f"CONCERTO_SKIP_{s.upper()}", "") in {"1", "true"})

@@ -1,55 +1,89 @@
-"""Executor: dependency graph without supersteps, timeouts, fallbacks, deadline, concurrency cap."""
+"""Executor: dependency graph without supersteps, timeouts, fallbacks, deadline, concurrency cap.
+
+The whole suite runs on both backends: in process, and with every agent's `run` shipped to a
+local Ray cluster as a Ray task (`CONCERTO_EXECUTOR=ray`). What an agent observes comes back
+in its output (wall-clock times, what it was given), never through shared memory, so the
+same assertions hold wherever the agent ran.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
 
 import pytest
 
-from concerto.agents.base import AgentContext, AgentFailure
+from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentResult
 from concerto.agents.registry import AgentRegistry
 from concerto.contracts.common import ErrorKind, ExecutionStatus
+from concerto.contracts.dispatch import AgentDispatchResponse
 from concerto.contracts.orchestrator import OrchestratorInput
 from concerto.contracts.plan import AgentTask, OrchestrationPlan
 from concerto.orchestrator.events import EventStream
-from concerto.orchestrator.executor import Executor
+from concerto.orchestrator.executor import Executor, Runner
 from concerto.resources import Resources
 from concerto.settings import Settings
 from concerto.testing import fake_agent
 
-UNIT = 0.05  # seconds; scheduling tests compare orders and ratios, never absolute speed
+
+@pytest.fixture(params=["local", "ray"])
+def backend(request: pytest.FixtureRequest) -> str:
+    if request.param == "ray":
+        request.getfixturevalue("ray_cluster")
+    return str(request.param)
 
 
-class Clocked:
-    """Records when each agent started and finished, relative to the run's start."""
+@pytest.fixture
+def unit(backend: str) -> float:
+    """Seconds; scheduling tests compare orders and ratios, never absolute speed. Wider on Ray,
+    where each task also crosses processes (a few ms)."""
+    return 0.05 if backend == "local" else 0.15
 
-    def __init__(self) -> None:
-        self.t0 = time.perf_counter()
-        self.starts: dict[str, float] = {}
-        self.ends: dict[str, float] = {}
-        self.running = 0
-        self.peak = 0
 
-    def agent(self, name: str, delay: float, fail: BaseException | None = None):  # type: ignore[no-untyped-def]
-        clock = self
+def runner_for(backend: str, settings: Settings) -> Runner | None:
+    if backend == "local":
+        return None
+    from concerto.cluster.ray_runner import RayRunner
 
-        class _A(fake_agent(name)):  # type: ignore[misc, valid-type]
-            async def run(self, context: AgentContext, payload):  # type: ignore[no-untyped-def]
-                clock.starts[name] = time.perf_counter() - clock.t0
-                clock.running += 1
-                clock.peak = max(clock.peak, clock.running)
-                try:
-                    await asyncio.sleep(delay)
-                    if fail is not None:
-                        raise fail
-                    return await super().run(context, payload)
-                finally:
-                    clock.running -= 1
-                    clock.ends[name] = time.perf_counter() - clock.t0
+    return RayRunner(settings, placement=lambda info: "task")
 
-        return _A
+
+def timed(name: str, delay: float, fail: BaseException | None = None) -> type[Agent]:
+    """An agent that sleeps `delay` s, then raises `fail` or returns when it ran (wall clock)."""
+
+    class Timed(fake_agent(name)):  # type: ignore[misc, valid-type]
+        async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
+            start = time.time()
+            await asyncio.sleep(delay)
+            if fail is not None:
+                raise fail
+            return AgentResult(output={"start": start, "end": time.time()})
+
+    return Timed
+
+
+class Run:
+    """One plan executed: the responses, the events, and when each agent ran (from t0)."""
+
+    def __init__(self, results: list[AgentDispatchResponse], events: EventStream, t0: float) -> None:
+        self.results, self.events = results, events
+        done = [r for r in results if "start" in r.output]
+        self.starts = {r.agent: r.output["start"] - t0 for r in done}
+        self.ends = {r.agent: r.output["end"] - t0 for r in done}
+
+    @property
+    def peak(self) -> int:
+        """The most agents running at once."""
+        edges = sorted([(s, 1) for s in self.starts.values()] + [(e, -1) for e in self.ends.values()])
+        running = peak = 0
+        for _, step in edges:
+            running += step
+            peak = max(peak, running)
+        return peak
 
 
 def context_factory(settings: Settings, resources: Resources, query: OrchestratorInput | None = None):  # type: ignore[no-untyped-def]
@@ -69,27 +103,26 @@ def context_factory(settings: Settings, resources: Resources, query: Orchestrato
     return make_context
 
 
-def run(plan: OrchestrationPlan, registry: AgentRegistry, **kw):  # type: ignore[no-untyped-def]
+def run(backend: str, plan: OrchestrationPlan, registry: AgentRegistry, **kw: Any) -> Run:
     settings = Settings()
     resources = Resources(settings)
     instances = {n: registry.get(n)(settings, resources) for n in registry.names()}
-
     make_context = context_factory(settings, resources, kw.pop("query", None))
-
     events = EventStream("q")
-    executor = Executor(instances.__getitem__, kw.pop("cap", 8))
-    return asyncio.run(executor.execute(plan, make_context, events, **kw)), events
+    executor = Executor(instances.__getitem__, kw.pop("cap", 8), runner=runner_for(backend, settings))
+    t0 = time.time()
+    results = asyncio.run(executor.execute(plan, make_context, events, **kw))
+    return Run(results, events, t0)
 
 
-def task(tid: str, agent: str, deps: tuple[str, ...] = (), **kw) -> AgentTask:  # type: ignore[no-untyped-def]
+def task(tid: str, agent: str, deps: tuple[str, ...] = (), **kw: Any) -> AgentTask:
     return AgentTask(task_id=tid, agent=agent, depends_on=list(deps), **kw)
 
 
-def test_no_supersteps_join_starts_when_its_own_dependencies_finish() -> None:
+def test_no_supersteps_join_starts_when_its_own_dependencies_finish(backend: str, unit: float) -> None:
     # A→B (5u) and A→C (2u)→D (2u), then B,D→E: E starts after 5u, not 7u.
-    c = Clocked()
     reg = AgentRegistry(
-        [c.agent("a", 0), c.agent("b", 5 * UNIT), c.agent("c", 2 * UNIT), c.agent("d", 2 * UNIT), c.agent("e", 0)]
+        [timed("a", 0), timed("b", 5 * unit), timed("c", 2 * unit), timed("d", 2 * unit), timed("e", 0)]
     )
     plan = OrchestrationPlan(
         tasks=[
@@ -100,24 +133,22 @@ def test_no_supersteps_join_starts_when_its_own_dependencies_finish() -> None:
             task("E", "e", ("B", "D")),
         ]
     )
-    results, _ = run(plan, reg)
-    assert all(r.status is ExecutionStatus.COMPLETED for r in results)
-    assert c.starts["e"] >= c.ends["b"] and c.starts["e"] >= c.ends["d"]
-    assert c.starts["e"] < 6.5 * UNIT  # superstep scheduling would give ~7u
-    assert c.starts["d"] >= c.ends["c"]
+    r = run(backend, plan, reg)
+    assert all(x.status is ExecutionStatus.COMPLETED for x in r.results)
+    assert r.starts["e"] >= r.ends["b"] and r.starts["e"] >= r.ends["d"]
+    assert r.starts["e"] - r.ends["b"] < 1.5 * unit  # superstep scheduling would wait for d's superstep
+    assert r.starts["d"] >= r.ends["c"]
 
 
-def test_independent_tasks_overlap() -> None:
-    c = Clocked()
-    reg = AgentRegistry([c.agent(n, 2 * UNIT) for n in "xyz"])
-    run(OrchestrationPlan(tasks=[task(n.upper(), n) for n in "xyz"]), reg)
-    assert c.peak == 3
-    assert max(c.ends.values()) < 2 * 2 * UNIT
+def test_independent_tasks_overlap(backend: str, unit: float) -> None:
+    reg = AgentRegistry([timed(n, 2 * unit) for n in "xyz"])
+    r = run(backend, OrchestrationPlan(tasks=[task(n.upper(), n) for n in "xyz"]), reg)
+    assert r.peak == 3
+    assert max(r.ends.values()) - min(r.starts.values()) < 2 * 2 * unit
 
 
-def test_concurrency_cap_admits_by_priority() -> None:
-    c = Clocked()
-    reg = AgentRegistry([c.agent(n, UNIT) for n in "pqrs"])
+def test_concurrency_cap_admits_by_priority(backend: str, unit: float) -> None:
+    reg = AgentRegistry([timed(n, unit) for n in "pqrs"])
     plan = OrchestrationPlan(
         tasks=[
             task("P", "p", priority=9),
@@ -126,85 +157,87 @@ def test_concurrency_cap_admits_by_priority() -> None:
             task("S", "s", priority=1),
         ]
     )
-    run(plan, reg, cap=2)
-    assert c.peak == 2
+    r = run(backend, plan, reg, cap=2)
+    assert r.peak == 2
     # p and q took the two slots first; of the waiting ones, s (priority 1) goes before r (5)
-    assert c.starts["s"] <= c.starts["r"]
+    assert r.starts["s"] <= r.starts["r"]
 
 
-def test_timeout_without_fallback_reports_error_and_others_answer() -> None:
-    c = Clocked()
-    reg = AgentRegistry([c.agent("slow", 10), c.agent("fast", 0)])
-    plan = OrchestrationPlan(tasks=[task("S", "slow", timeout_ms=50), task("F", "fast")])
-    results, events = run(plan, reg)
-    slow, fast = results
+def test_timeout_without_fallback_reports_error_and_others_answer(backend: str) -> None:
+    reg = AgentRegistry([timed("slow", 10), timed("fast", 0)])
+    plan = OrchestrationPlan(tasks=[task("S", "slow", timeout_ms=300), task("F", "fast")])
+    r = run(backend, plan, reg)
+    slow, fast = r.results
     assert slow.status is ExecutionStatus.TIMEOUT
-    assert slow.errors[0].kind is ErrorKind.TIMEOUT and "50 ms" in slow.errors[0].message
+    assert slow.errors[0].kind is ErrorKind.TIMEOUT and "300 ms" in slow.errors[0].message
     assert fast.status is ExecutionStatus.COMPLETED
-    assert any(e.type.value == "ERROR" for e in events.events)
+    assert any(e.type.value == "ERROR" for e in r.events.events)
 
 
-def test_fallback_runs_on_timeout() -> None:
-    c = Clocked()
-    reg = AgentRegistry([c.agent("slow", 10), c.agent("backup", 0)])
-    plan = OrchestrationPlan(tasks=[task("S", "slow", timeout_ms=50, fallback_agent="backup")])
-    (r,), _ = run(plan, reg)
-    assert r.status is ExecutionStatus.COMPLETED and r.used_fallback and r.agent == "backup"
-    assert "slow failed (timeout)" in (r.fallback_reason or "")
-    assert r.errors[0].agent == "slow"
+def test_fallback_runs_on_timeout(backend: str) -> None:
+    reg = AgentRegistry([timed("slow", 10), timed("backup", 0)])
+    plan = OrchestrationPlan(tasks=[task("S", "slow", timeout_ms=300, fallback_agent="backup")])
+    (x,) = run(backend, plan, reg).results
+    assert x.status is ExecutionStatus.COMPLETED and x.used_fallback and x.agent == "backup"
+    assert "slow failed (timeout)" in (x.fallback_reason or "")
+    assert x.errors[0].agent == "slow"
 
 
-def test_fallback_only_on_listed_kinds() -> None:
-    c = Clocked()
+def test_fallback_only_on_listed_kinds(backend: str) -> None:
     boom = AgentFailure("bad input", kind=ErrorKind.VALIDATION, error_type="invalid_input")
-    reg = AgentRegistry([c.agent("picky", 0, fail=boom), c.agent("backup", 0)])
+    reg = AgentRegistry([timed("picky", 0, fail=boom), timed("backup", 0)])
     plan = OrchestrationPlan(tasks=[task("P", "picky", fallback_agent="backup")])  # default: timeout, error
-    (r,), _ = run(plan, reg)
-    assert r.status is ExecutionStatus.FAILED and not r.used_fallback
-    assert r.errors[0].error_type == "invalid_input"
+    (x,) = run(backend, plan, reg).results
+    assert x.status is ExecutionStatus.FAILED and not x.used_fallback
+    assert x.errors[0].error_type == "invalid_input" and x.errors[0].message == "bad input"
 
 
-def test_agent_that_raises_is_contained() -> None:
-    c = Clocked()
-    reg = AgentRegistry([c.agent("buggy", 0, fail=ZeroDivisionError("division by zero")), c.agent("ok", 0)])
-    results, _ = run(OrchestrationPlan(tasks=[task("B", "buggy"), task("O", "ok")]), reg)
-    assert results[0].status is ExecutionStatus.FAILED
-    assert "ZeroDivisionError" in results[0].errors[0].message
-    assert results[1].status is ExecutionStatus.COMPLETED
+def test_agent_that_raises_is_contained(backend: str) -> None:
+    reg = AgentRegistry([timed("buggy", 0, fail=ZeroDivisionError("division by zero")), timed("ok", 0)])
+    r = run(backend, OrchestrationPlan(tasks=[task("B", "buggy"), task("O", "ok")]), reg)
+    assert r.results[0].status is ExecutionStatus.FAILED
+    assert "ZeroDivisionError: division by zero" in r.results[0].errors[0].message
+    assert r.results[1].status is ExecutionStatus.COMPLETED
 
 
-def test_dependents_of_a_failed_task_are_skipped() -> None:
-    c = Clocked()
-    reg = AgentRegistry([c.agent("a", 0, fail=RuntimeError("x")), c.agent("b", 0), c.agent("c", 0)])
+def test_dependents_of_a_failed_task_are_skipped(backend: str) -> None:
+    reg = AgentRegistry([timed("a", 0, fail=RuntimeError("x")), timed("b", 0), timed("c", 0)])
     plan = OrchestrationPlan(tasks=[task("A", "a"), task("B", "b", ("A",)), task("C", "c")])
-    results, _ = run(plan, reg)
-    assert [r.status for r in results] == [ExecutionStatus.FAILED, ExecutionStatus.SKIPPED, ExecutionStatus.COMPLETED]
-    assert "depends on a" in results[1].errors[0].message
+    r = run(backend, plan, reg)
+    assert [x.status for x in r.results] == [
+        ExecutionStatus.FAILED,
+        ExecutionStatus.SKIPPED,
+        ExecutionStatus.COMPLETED,
+    ]
+    assert "depends on a" in r.results[1].errors[0].message
 
 
-def test_deadline_cancels_and_returns_partial_results() -> None:
-    c = Clocked()
-    reg = AgentRegistry([c.agent("quick", 0), c.agent("slow", 10), c.agent("after", 0)])
+def test_deadline_cancels_and_returns_partial_results(backend: str) -> None:
+    reg = AgentRegistry([timed("quick", 0), timed("slow", 10), timed("after", 0)])
     plan = OrchestrationPlan(tasks=[task("Q", "quick"), task("S", "slow"), task("A", "after", ("S",))])
-    results, _ = run(plan, reg, deadline_ms=100)
-    assert results[0].status is ExecutionStatus.COMPLETED
-    assert results[1].status is ExecutionStatus.CANCELLED and results[2].status is ExecutionStatus.CANCELLED
-    assert "deadline of 100 ms" in results[1].errors[0].message
+    r = run(backend, plan, reg, deadline_ms=1000)
+    assert r.results[0].status is ExecutionStatus.COMPLETED
+    assert r.results[1].status is ExecutionStatus.CANCELLED and r.results[2].status is ExecutionStatus.CANCELLED
+    assert "deadline of 1000 ms" in r.results[1].errors[0].message
 
 
-def test_previous_results_reach_dependents() -> None:
-    seen: dict[str, object] = {}
+class Witness(Agent):
+    """Returns what it was given: the earlier tasks' agents and its payload."""
+
+    info = fake_agent("witness").info
+
+    async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
+        seen = {"ctx": [r.agent for r in context.previous_results], "payload": payload}
+        return AgentResult(output=seen, entities={"who": "witness"})
+
+
+def test_previous_results_reach_dependents(backend: str) -> None:
     first = fake_agent("first", output={"value": 42}, summary="forty-two")
-    second = fake_agent(
-        "second",
-        on_run=lambda ctx, payload: seen.update(
-            ctx=[r.agent for r in ctx.previous_results], payload=payload["previous_results"]
-        ),
-    )
-    plan = OrchestrationPlan(tasks=[task("F", "first", request="what is the answer?"), task("S", "second", ("F",))])
-    results, _ = run(plan, AgentRegistry([first, second]))
+    plan = OrchestrationPlan(tasks=[task("F", "first", request="what is the answer?"), task("W", "witness", ("F",))])
+    r = run(backend, plan, AgentRegistry([first, Witness]))
+    seen = r.results[1].output
     assert seen["ctx"] == ["first"]
-    assert seen["payload"] == [  # 004's shape: agent, task (what it was asked), result; and ours
+    assert seen["payload"]["previous_results"] == [  # 004's shape: agent, task (what it was asked), result; and ours
         {
             "agent": "first",
             "task": "what is the answer?",
@@ -214,79 +247,103 @@ def test_previous_results_reach_dependents() -> None:
             "key_findings": [],
         }
     ]
-    assert results[1].status is ExecutionStatus.COMPLETED
+    assert r.results[1].status is ExecutionStatus.COMPLETED
 
 
-def test_question_parameters_reach_every_payload_and_entities_come_back() -> None:
-    seen: list[dict[str, object]] = []
-
-    class Reporting(fake_agent("reporting")):  # type: ignore[misc, valid-type]
-        async def run(self, context, payload):  # type: ignore[no-untyped-def]
-            seen.append(payload)
-            result = await super().run(context, payload)
-            result.entities = {"who": "reporting"}
-            return result
-
+def test_question_parameters_reach_every_payload_and_entities_come_back(backend: str) -> None:
     query = OrchestratorInput(
         query="q", source="sales", data_source_id="ds-1", context="Q3", parameters={"treatment": "samples"}
     )
-    plan = OrchestrationPlan(tasks=[task("A", "reporting", input_payload={"analysis_type": "effect", "source": "x"})])
-    results, _ = run(plan, AgentRegistry([Reporting]), query=query)
-    assert seen == [
-        {
-            "request": "q",
-            "treatment": "samples",
-            "data_source_id": "ds-1",
-            "context": "Q3",
-            "source": "x",  # the intent table's input_payload is the task's configuration: it wins
-            "analysis_type": "effect",
-        }
-    ]
-    assert results[0].entities == {"who": "reporting"}
+    plan = OrchestrationPlan(tasks=[task("A", "witness", input_payload={"analysis_type": "effect", "source": "x"})])
+    r = run(backend, plan, AgentRegistry([Witness]), query=query)
+    assert r.results[0].output["payload"] == {
+        "request": "q",
+        "treatment": "samples",
+        "data_source_id": "ds-1",
+        "context": "Q3",
+        "source": "x",  # the intent table's input_payload is the task's configuration: it wins
+        "analysis_type": "effect",
+    }
+    assert r.results[0].entities == {"who": "witness"}
 
 
 @pytest.mark.parametrize("n", [1, 3])
-def test_timing_fields_are_consistent(n: int) -> None:
+def test_timing_fields_are_consistent(backend: str, n: int) -> None:
     reg = AgentRegistry([fake_agent(f"a{i}", delay_s=0.01) for i in range(n)])
-    results, _ = run(OrchestrationPlan(tasks=[task(f"T{i}", f"a{i}") for i in range(n)]), reg)
-    for r in results:
-        assert r.execution_latency_ms >= 5
-        assert r.total_latency_ms >= r.execution_latency_ms
-        assert abs(r.total_latency_ms - r.execution_latency_ms - r.dispatch_latency_ms) < 1
+    r = run(backend, OrchestrationPlan(tasks=[task(f"T{i}", f"a{i}") for i in range(n)]), reg)
+    for x in r.results:
+        assert x.execution_latency_ms >= 5
+        assert x.total_latency_ms >= x.execution_latency_ms
+        assert abs(x.total_latency_ms - x.execution_latency_ms - x.dispatch_latency_ms) < 1
 
 
-def test_a_crash_inside_the_executor_is_reported_not_hung() -> None:
+def test_a_crash_inside_the_executor_is_reported_not_hung(backend: str) -> None:
     """An agent returning something that breaks the response contract fails its task only."""
 
     class Broken(fake_agent("broken")):  # type: ignore[misc, valid-type]
         async def run(self, context, payload):  # type: ignore[no-untyped-def]
             return "not an AgentResult"
 
-    reg = AgentRegistry([Broken, fake_agent("fine")])
-    results, _ = run(OrchestrationPlan(tasks=[task("B", "broken"), task("F", "fine")]), reg)
-    assert results[0].status is ExecutionStatus.FAILED and "internal error" in results[0].errors[0].message
-    assert results[1].status is ExecutionStatus.COMPLETED
+    r = run(
+        backend,
+        OrchestrationPlan(tasks=[task("B", "broken"), task("F", "fine")]),
+        AgentRegistry([Broken, fake_agent("fine")]),
+    )
+    assert r.results[0].status is ExecutionStatus.FAILED and "internal error" in r.results[0].errors[0].message
+    assert r.results[1].status is ExecutionStatus.COMPLETED
 
 
-def test_cancelling_the_caller_cancels_running_agents() -> None:
-    c = Clocked()
-    reg = AgentRegistry([c.agent("slow", 10)])
+def marking(name: str, marks: Path) -> type[Agent]:
+    """An agent that writes `started` to a file, sleeps, and writes `cancelled` if stopped."""
+
+    class Marking(fake_agent(name)):  # type: ignore[misc, valid-type]
+        async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
+            marks.write_text("started")
+            try:
+                await asyncio.sleep(30)
+            except asyncio.CancelledError:
+                marks.write_text("cancelled")
+                raise
+            return AgentResult()
+
+    return Marking
+
+
+def wait_for(check: Callable[[], bool], timeout_s: float = 10) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def test_cancelling_the_caller_cancels_running_agents(backend: str, tmp_path: Path) -> None:
+    marks = tmp_path / "marks"
+    reg = AgentRegistry([marking("slow", marks)])
     settings = Settings()
     resources = Resources(settings)
     instances = {"slow": reg.get("slow")(settings, resources)}
-
     make_context = context_factory(settings, resources)
 
-    async def main() -> int:
-        executor = Executor(instances.__getitem__)
+    async def main() -> None:
+        executor = Executor(instances.__getitem__, runner=runner_for(backend, settings))
         caller = asyncio.create_task(
             executor.execute(OrchestrationPlan(tasks=[task("S", "slow")]), make_context, EventStream("q"))
         )
-        await asyncio.sleep(0.05)
+        assert await asyncio.to_thread(wait_for, lambda: marks.exists())
         caller.cancel()
         with pytest.raises(asyncio.CancelledError):
             await caller
-        await asyncio.sleep(0.01)
-        return c.running
 
-    assert asyncio.run(main()) == 0
+    asyncio.run(main())
+    assert wait_for(lambda: marks.read_text() == "cancelled"), "the agent's run went on after the caller left"
+
+
+def test_a_timed_out_task_stops_running(backend: str, tmp_path: Path) -> None:
+    marks = tmp_path / "marks"
+    r = run(
+        backend, OrchestrationPlan(tasks=[task("S", "slow", timeout_ms=500)]), AgentRegistry([marking("slow", marks)])
+    )
+    assert r.results[0].status is ExecutionStatus.TIMEOUT
+    assert wait_for(lambda: marks.read_text() == "cancelled"), "the agent's run went on after its timeout"

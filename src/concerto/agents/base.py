@@ -10,7 +10,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -42,6 +42,11 @@ class AgentInfo(BaseModel):
     )
     max_concurrency: int | None = Field(
         None, ge=1, description="Cap on concurrent tasks in a plan that uses this agent (002: 2)"
+    )
+    remote: Literal["never", "task", "actor"] = Field(
+        "never",
+        description="With CONCERTO_EXECUTOR=ray: stay in process (cheap agents), run each task as a Ray task, "
+        "or on Ray actors that keep the agent's state (models, connections) across questions",
     )
     synthesizes: bool = Field(
         False,

@@ -30,7 +30,7 @@ from concerto.contracts.orchestrator import (
 from concerto.contracts.plan import AgentTask
 from concerto.llm.base import LLMClient, Usage
 from concerto.orchestrator.events import EventLog, EventStream, elapsed_ms
-from concerto.orchestrator.executor import Executor
+from concerto.orchestrator.executor import Executor, Runner
 from concerto.orchestrator.intents import load_intents
 from concerto.orchestrator.planner import PlanError, Planner
 from concerto.orchestrator.router import RouteDecision, Router
@@ -72,7 +72,7 @@ class Orchestrator:
         self._planner: Planner
         self._synthesizer: Synthesizer
         self._started = False
-        self.executor = Executor(self.agent, self.settings.max_concurrency)
+        self.executor = Executor(self.agent, self.settings.max_concurrency, runner=_runner(self.settings))
 
     # -- set-up -----------------------------------------------------------------------
 
@@ -130,6 +130,9 @@ class Orchestrator:
             except Exception as exc:
                 log.warning("closing %s failed: %s", agent.info.name, exc)
         self._agents.clear()
+        closer = getattr(self.executor.runner, "aclose", None)
+        if closer is not None:
+            await closer()
         await self.resources.aclose()
         closer = getattr(self.llm, "aclose", None)
         if closer is not None:
@@ -452,6 +455,15 @@ def _entities(results: list[AgentDispatchResponse]) -> dict[str, Any]:
         for key, value in r.entities.items():
             found.setdefault(key, value)
     return found
+
+
+def _runner(settings: Settings) -> Runner | None:
+    """Where agents' `run` goes: None (in this process) unless `CONCERTO_EXECUTOR=ray`."""
+    if settings.executor == "local":
+        return None
+    from concerto.cluster.ray_runner import RayRunner
+
+    return RayRunner(settings)
 
 
 def _llm_from_settings(settings: Settings) -> LLMClient | None:

@@ -13,7 +13,7 @@ import functools
 import heapq
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentResult, Unanswered
@@ -26,6 +26,8 @@ from concerto.orchestrator.events import EventStream
 log = logging.getLogger(__name__)
 
 ContextFactory = Callable[[AgentTask, str, list[AgentDispatchResponse]], AgentContext]
+# Runs one agent's `run` somewhere (a Ray worker); None: in this process.
+Runner = Callable[[Agent, AgentContext, dict[str, Any]], Awaitable[AgentResult]]
 
 
 class _PriorityGate:
@@ -75,9 +77,10 @@ class _Attempt:
 class Executor:
     """Executes plans against instantiated agents; one instance serves many queries."""
 
-    def __init__(self, agents: Callable[[str], Agent], max_concurrency: int = 8) -> None:
+    def __init__(self, agents: Callable[[str], Agent], max_concurrency: int = 8, runner: Runner | None = None) -> None:
         self._agent = agents
         self.max_concurrency = max_concurrency
+        self.runner = runner  # everything but `run` itself (payloads, timeouts, fallbacks, events) stays here
 
     async def execute(
         self,
@@ -291,7 +294,8 @@ class Executor:
                 payload["previous_results"] = previous
             attempt.payload = payload
             t0 = time.perf_counter()
-            attempt.result = await agent.run(context, payload)
+            work = agent.run(context, payload) if self.runner is None else self.runner(agent, context, payload)
+            attempt.result = await work
         except asyncio.CancelledError:
             if loop.time() < timer.when():
                 raise  # the query's deadline or the caller, not this task's timer

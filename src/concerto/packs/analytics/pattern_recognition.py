@@ -30,6 +30,7 @@ class PatternRecognitionAgent(AnalyticsAgent):
 
     info = AgentInfo(
         name="pattern_recognition",
+        remote="actor",  # CPU-heavy: worth a Ray worker (CONCERTO_EXECUTOR=ray)
         description=(
             "Finds patterns in a loaded table: trends over time, anomalies and outliers, how values are "
             "distributed, the top and bottom performers, and changes from one period to the next."

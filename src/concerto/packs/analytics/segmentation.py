@@ -28,6 +28,7 @@ class SegmentationAgent(AnalyticsAgent):
 
     info = AgentInfo(
         name="segmentation",
+        remote="actor",  # CPU-heavy: worth a Ray worker (CONCERTO_EXECUTOR=ray)
         description=(
             "Segments entities (customers, products, accounts) into groups: value tiers by percentiles, "
             "groups by category, and combinations, with each segment's size, share and profile."

@@ -44,6 +44,7 @@ class CausalImpactAgent(CommercialAgent):
 
     info = AgentInfo(
         name="causal_impact",
+        remote="actor",  # CPU-heavy: worth a Ray worker (CONCERTO_EXECUTOR=ray)
         description=(
             "Estimates the causal effect of a yes/no treatment or intervention (sampling, calls, a program) on an "
             "outcome such as prescriptions, adjusting for confounders, with a confidence interval, p-value, "

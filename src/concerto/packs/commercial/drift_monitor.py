@@ -23,6 +23,7 @@ class DriftMonitorAgent(CommercialAgent):
 
     info = AgentInfo(
         name="drift_monitor",
+        remote="actor",  # CPU-heavy: worth a Ray worker (CONCERTO_EXECUTOR=ray)
         description=(
             "Detects data drift: compares each feature's distribution between two periods (baseline vs "
             "recent, since a date, last quarter vs the one before) with the population stability index, "

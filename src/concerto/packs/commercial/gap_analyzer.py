@@ -36,6 +36,7 @@ class GapAnalyzerAgent(CommercialAgent):
 
     info = AgentInfo(
         name="gap_analyzer",
+        remote="actor",  # CPU-heavy: worth a Ray worker (CONCERTO_EXECUTOR=ray)
         description=(
             "Finds the gaps between actual performance and potential (e.g. prescriptions against Rx potential) "
             "by territory, region, specialty or any segment: the largest gaps, as a share of potential and of the "

@@ -60,6 +60,7 @@ class HealthScoreAgent(CommercialAgent):
 
     info = AgentInfo(
         name="health_score",
+        remote="actor",  # CPU-heavy: worth a Ray worker (CONCERTO_EXECUTOR=ray)
         description=(
             "Scores the health of the data and of a model on it from 0 to 100: completeness (missing "
             "values), freshness (how recent the latest data is), drift between periods and a model's "

@@ -50,6 +50,7 @@ class HeterogeneousOptimizerAgent(CommercialAgent):
 
     info = AgentInfo(
         name="heterogeneous_optimizer",
+        remote="actor",  # CPU-heavy: worth a Ray worker (CONCERTO_EXECUTOR=ray)
         description=(
             "Estimates how the effect of a commercial action (sampling, calls, emails, speaker events) on "
             "prescriptions differs by segment such as specialty, decile or region: conditional average "

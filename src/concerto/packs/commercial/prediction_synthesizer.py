@@ -70,6 +70,7 @@ class PredictionSynthesizerAgent(CommercialAgent):
 
     info = AgentInfo(
         name="prediction_synthesizer",
+        remote="actor",  # CPU-heavy: worth a Ray worker (CONCERTO_EXECUTOR=ray)
         description=(
             "Forecasts a future outcome such as prescriptions per month, with prediction intervals from "
             "several time-series models (exponential smoothing, ARIMA, trend regression) combined by their "

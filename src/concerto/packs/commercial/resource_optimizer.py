@@ -91,6 +91,7 @@ class ResourceOptimizerAgent(CommercialAgent):
     default_source = data.SPEND
     info = AgentInfo(
         name="resource_optimizer",
+        remote="actor",  # CPU-heavy: worth a Ray worker (CONCERTO_EXECUTOR=ray)
         description=(
             "Allocates a promotion budget across channels (calls, samples, emails, speaker events) or territories "
             "using fitted response curves with diminishing returns: the spend per unit that maximises expected new "
