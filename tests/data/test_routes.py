@@ -196,6 +196,42 @@ def test_a_form_without_a_file_part(client: TestClient) -> None:
     assert cut.status_code == 422
 
 
+def test_part_headers_over_16_kb_are_refused(client: TestClient, tmp_path: Path) -> None:
+    pads = b"".join(b"X-Pad-%d: %s\r\n" % (i, b"a" * 3500) for i in range(5))  # lines the parser takes
+    head = b'--b\r\nContent-Disposition: form-data; name="file"; filename="x.csv"\r\n'
+    body = head + pads + b"\r\na,b\n1,2\r\n--b--\r\n"
+    r = client.post(SOURCES, content=body, headers={"content-type": "multipart/form-data; boundary=b"})
+    assert "a form part's headers are over 16 KB" in refused(r, 422)
+    assert r.headers["connection"] == "close"  # refused before the body's end: the server stops reading
+    long_line = body.replace(pads, b"X-Pad: " + b"a" * 20_000 + b"\r\n")
+    r = client.post(SOURCES, content=long_line, headers={"content-type": "multipart/form-data; boundary=b"})
+    assert "not valid multipart/form-data (Maximum header size exceeded)" in refused(r, 422)
+    assert files_under(tmp_path) == []
+
+
+def test_a_declared_length_over_the_longest_allowed_upload_is_refused_unread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The longest body within the limits: the file, every text field, each part's headers and
+    boundary; one byte more is refused on its `Content-Length` alone (test_routes_upload_limit.py
+    sends 2 GB to a real server); up to it, the body is read."""
+    from concerto.data.routes import _most_body
+
+    monkeypatch.setenv("CONCERTO_DATA_MAX_FILE_MB", "1")
+    body = b'--b\r\nContent-Disposition: form-data; name="file"; filename="x.csv"\r\n\r\na,b\n1,2\r\n--b--\r\n'
+    most = _most_body(2**20, b"b")
+    assert most > 2**20 + 1000 * 64 * 1024  # room for every field besides the file
+    with TestClient(_app(tmp_path)) as c:
+        answers = []
+        for declared in (most + 1, most):
+            headers = {"content-type": "multipart/form-data; boundary=b", "content-length": str(declared)}
+            answers.append(c.post(SOURCES, content=body, headers=headers))
+    message = refused(answers[0], 413)
+    assert message == f"the upload ({(most + 1) / 2**20:,.0f} MB) is over the limit of 1 MB (CONCERTO_DATA_MAX_FILE_MB)"
+    assert answers[0].headers["connection"] == "close"
+    assert answers[1].status_code == 201, answers[1].text
+
+
 @pytest.mark.parametrize(
     "filename", ["../../etc/x.csv", "/tmp/x.csv", "..\\..\\x.csv", "C:\\Windows\\x.csv", "sub/../../x.csv"]
 )

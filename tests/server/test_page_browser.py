@@ -1,5 +1,6 @@
 """The web page in a real browser: Playwright driving Debian's Chromium (launched by its path,
-never `playwright install`) against `concerto serve` on loopback, with every other host blocked.
+never `playwright install`) against `concerto serve` on loopback, with every other host blocked
+(the fixtures are in conftest.py).
 
 Skipped, with the reason, when Playwright or Chromium is not installed
 (`pip install playwright`; `apt-get install -y chromium`).
@@ -10,28 +11,13 @@ from __future__ import annotations
 import gzip
 import os
 import re
-import subprocess
-import sys
 import tempfile
-import time
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import httpx
 import pytest
 
-from _services.ports import free_port
-
-CHROMIUM = Path(os.environ.get("CONCERTO_CHROMIUM", "/usr/bin/chromium"))
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 # Screenshots go to docs/screenshots only when asked (CONCERTO_SCREENSHOTS=1), so a test run
 # leaves the checkout as it was; otherwise to a temporary folder (they are still taken).
 SHOTS = (
@@ -43,81 +29,10 @@ STATIC = Path(__file__).resolve().parents[2] / "src" / "concerto" / "server" / "
 FIRST_LOAD = ["index.html", "style.css", "app.js", "stream.js", "dom.js", "diagram.js", "panels.js"]
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright is not installed (pip install playwright)")
-if not CHROMIUM.exists():
-    pytest.skip(f"{CHROMIUM} is missing (apt-get install -y chromium)", allow_module_level=True)
+Ask = Callable[[object, str], None]  # conftest.ask: type the question, press Enter, wait for the answer
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    port = free_port()
-    data = tmp_path_factory.mktemp("data")
-    env = {**os.environ, "CONCERTO_DATA_DIR": str(data)}
-    env.pop("CONCERTO_AGENTS", None)
-    for name in ("CONCERTO_PROMETHEUS_URL", "CONCERTO_GRAFANA_URL"):  # the agents view shows metrics as unavailable
-        env.pop(name, None)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "concerto.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{base}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise AssertionError(proc.stdout.read().decode() if proc.stdout else "server died") from None
-                time.sleep(0.2)
-        yield base
-    finally:
-        proc.terminate()
-        proc.wait(10)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    with sync_api.sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        yield b
-        b.close()
-
-
-@pytest.fixture
-def page(browser: object, server: str) -> Iterator[object]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900})  # type: ignore[attr-defined]
-    page = context.new_page()
-    page.foreign = []  # requests to other hosts, blocked
-    page.problems = []  # console errors and page errors
-
-    def route(r: object) -> None:
-        url = r.request.url  # type: ignore[attr-defined]
-        host = urlsplit(url).hostname
-        if url.startswith(("data:", "blob:")) or host in ("127.0.0.1", "localhost"):
-            r.continue_()  # type: ignore[attr-defined]
-        else:
-            page.foreign.append(url)
-            r.abort()  # type: ignore[attr-defined]
-
-    page.route("**/*", route)
-    page.on("console", lambda m: m.type == "error" and page.problems.append(m.text))
-    page.on("pageerror", lambda e: page.problems.append(str(e)))
-    page.goto(server + "/")
-    page.wait_for_selector("html[data-ready='1']")
-    yield page
-    context.close()
-
-
-def ask(page: object, question: str) -> None:
-    page.fill("#question", question)  # type: ignore[attr-defined]
-    page.press("#question", "Enter")  # type: ignore[attr-defined]
-    sync_api.expect(page.locator("#status")).to_have_text(re.compile(r"\.$"), timeout=60_000)  # type: ignore[attr-defined]
-
-
-def test_echo_shows_html_as_text_and_survives_reload(page: object) -> None:
+def test_echo_shows_html_as_text_and_survives_reload(page: object, ask: Ask) -> None:
     ask(page, "echo: <b>hi</b>")
     answer = page.locator("#answer .response")  # type: ignore[attr-defined]
     assert "<b>hi</b>" in answer.text_content()
@@ -132,7 +47,7 @@ def test_echo_shows_html_as_text_and_survives_reload(page: object) -> None:
     assert page.problems == [] and page.foreign == []  # type: ignore[attr-defined]
 
 
-def test_commercial_question_diagram_and_table(page: object) -> None:
+def test_commercial_question_diagram_and_table(page: object, ask: Ask) -> None:
     SHOTS.mkdir(parents=True, exist_ok=True)
     ask(page, "What's the impact of increased sampling on Kisqali prescriptions?")
     node = page.locator("#diagram .node").first  # type: ignore[attr-defined]
@@ -155,7 +70,7 @@ def test_commercial_question_diagram_and_table(page: object) -> None:
     assert page.problems == [] and page.foreign == []  # type: ignore[attr-defined]
 
 
-def test_a_dropped_stream_reconnects_and_the_answer_arrives(page: object) -> None:
+def test_a_dropped_stream_reconnects_and_the_answer_arrives(page: object, ask: Ask) -> None:
     opened: list[str] = []
 
     def drop_first(r: object) -> None:
@@ -217,7 +132,7 @@ def save_and_open(page: object, browser: object, tmp_path: Path) -> tuple[object
     return offline, requests, saved.read_text(encoding="utf-8")
 
 
-def test_save_this_run_is_one_offline_file(page: object, browser: object, tmp_path: Path) -> None:
+def test_save_this_run_is_one_offline_file(page: object, browser: object, tmp_path: Path, ask: Ask) -> None:
     assert not page.is_visible("#save-run")  # type: ignore[attr-defined]
     ask(page, "What's the impact of increased sampling on Kisqali prescriptions?")
     answer = page.locator("#answer .response").text_content()  # type: ignore[attr-defined]
@@ -244,7 +159,7 @@ def test_save_this_run_is_one_offline_file(page: object, browser: object, tmp_pa
     assert page.problems == [] and page.foreign == []  # type: ignore[attr-defined]
 
 
-def test_a_saved_run_shows_markup_as_text(page: object, browser: object, tmp_path: Path) -> None:
+def test_a_saved_run_shows_markup_as_text(page: object, browser: object, tmp_path: Path, ask: Ask) -> None:
     question = "echo: </script><img src=x onerror=alert(1)><b>bold</b>"
     ask(page, question)
     offline, requests, _ = save_and_open(page, browser, tmp_path)
@@ -260,7 +175,7 @@ def test_a_saved_run_shows_markup_as_text(page: object, browser: object, tmp_pat
     assert page.problems == [] and page.foreign == []  # type: ignore[attr-defined]
 
 
-def test_kpi_time_series_is_a_line_chart(page: object, server: str) -> None:
+def test_kpi_time_series_is_a_line_chart(page: object, server: str, ask: Ask) -> None:
     page.goto(server + "/?now=2025-06-15T12:00:00Z")  # type: ignore[attr-defined]
     page.wait_for_selector("html[data-ready='1']")  # type: ignore[attr-defined]
     sync_api.expect(page.locator("#clock")).to_have_text("Clock fixed at 2025-06-15T12:00:00Z")  # type: ignore[attr-defined]
@@ -280,7 +195,7 @@ def test_kpi_time_series_is_a_line_chart(page: object, server: str) -> None:
     assert page.problems == [] and page.foreign == []  # type: ignore[attr-defined]
 
 
-def test_a_failing_agent_fails_alone(page: object, server: str, tmp_path: Path) -> None:
+def test_a_failing_agent_fails_alone(page: object, server: str, tmp_path: Path, ask: Ask) -> None:
     # No treatment column in the table: causal_impact fails; gap_analyzer answers; explainer,
     # which needs both, is skipped.
     rows = [f"T{i:02d},{10 + (i * 7) % 40},{20 + (i * 13) % 50 + (i * 7) % 40}" for i in range(40)]
@@ -308,7 +223,7 @@ def test_a_failing_agent_fails_alone(page: object, server: str, tmp_path: Path) 
     assert page.problems == [] and page.foreign == []  # type: ignore[attr-defined]
 
 
-def test_empty_and_too_long_questions_are_refused_and_kept(page: object) -> None:
+def test_empty_and_too_long_questions_are_refused_and_kept(page: object, ask: Ask) -> None:
     page.press("#question", "Enter")  # type: ignore[attr-defined]
     sync_api.expect(page.locator("#status")).to_have_text("Type a question first.")  # type: ignore[attr-defined]
     page.fill("#question", "   ")  # type: ignore[attr-defined]
@@ -328,7 +243,7 @@ def test_empty_and_too_long_questions_are_refused_and_kept(page: object) -> None
     assert page.problems == [] and page.foreign == []  # type: ignore[attr-defined]
 
 
-def test_a_server_error_is_said_and_the_next_question_works(page: object) -> None:
+def test_a_server_error_is_said_and_the_next_question_works(page: object, ask: Ask) -> None:
     page.route(  # type: ignore[attr-defined]
         "**/v1/runs",
         lambda r: r.fulfill(status=500, content_type="text/plain", body="Internal Server Error"),
@@ -348,7 +263,7 @@ def test_a_server_error_is_said_and_the_next_question_works(page: object) -> Non
     assert [p for p in page.problems if "500" not in p] == []  # type: ignore[attr-defined]  # the browser logs the 500
 
 
-def test_a_server_restart_mid_question_says_it_was_lost(page: object) -> None:
+def test_a_server_restart_mid_question_says_it_was_lost(page: object, ask: Ask) -> None:
     lost = '{"error_message": "no run \'x\' (finished runs are kept for 3600 s)", "error_category": "invalid_input"}'
     page.route(  # type: ignore[attr-defined]
         "**/v1/runs/*/events*",
@@ -409,7 +324,12 @@ def test_a_file_over_the_servers_limit_is_refused_before_sending(page: object, s
         "**/v1/data/limits",
         lambda r: r.fulfill(status=200, content_type="application/json", body='{"max_file_bytes": 8}'),
     )
-    page.on("request", lambda r: r.method == "POST" and posted.append(r.url))  # type: ignore[attr-defined]
+
+    def record(r: object) -> None:
+        if r.method == "POST":  # type: ignore[attr-defined]
+            posted.append(r.url)  # type: ignore[attr-defined]
+
+    page.on("request", record)  # type: ignore[attr-defined]
     page.reload()  # type: ignore[attr-defined]
     page.wait_for_selector("html[data-ready='1']")  # type: ignore[attr-defined]
     big = tmp_path / "big.csv"

@@ -10,7 +10,12 @@ or the store's message, never a traceback.
 
 An upload is read from the request stream as it arrives (no form parsing beforehand):
 the file part goes to disk in `<data dir>/uploads/` chunk by chunk and the request is
-refused with 413 as soon as it passes `CONCERTO_DATA_MAX_FILE_MB`. Of the client's file
+refused with 413 as soon as it passes `CONCERTO_DATA_MAX_FILE_MB`, or before a byte is
+read when its `Content-Length` is more than a file within the limit and the form's fields
+can make (so a client sending `Expect: 100-continue` never sends the body). A refusal
+before the body's end closes the connection (`Connection: close`): the server stops
+reading, where it would otherwise read and discard the rest to keep the connection
+(tests/data/test_routes_upload_limit.py sends 2 GB to `concerto serve`). Of the client's file
 name only the extension is kept (it says the file type); the file is stored as
 `<source name><extension>`. A loaded upload stays there (a later load or agent can read it
 again; `DELETE` removes it with the source); an upload that failed is deleted.
@@ -42,6 +47,7 @@ from concerto.data.store import QueryFailed, SourceError, Store, source_name
 from concerto.settings import Settings, SettingsError
 
 FIELD_BYTES = 64 * 1024  # the most one text field (name, describe) may hold
+HEADER_BYTES = 16 * 1024  # the most one form part's headers may hold
 MOST_FIELDS = 1000
 _FLUSH_BYTES = 1024 * 1024  # file data is written in pieces of about this size
 _FILE, _NAME, _DESCRIBE = "file", "name", "describe"
@@ -112,12 +118,14 @@ class SourceSummary(BaseModel):
 
 
 class Refused(Exception):
-    """A request answered with the error contract: its status and message."""
+    """A request answered with the error contract: its status and message; `unread` when
+    the request's body was not read to its end (the connection is then closed)."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, *, unread: bool = False) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
+        self.unread = unread
 
 
 def _settings(request: Request) -> Settings:
@@ -134,10 +142,11 @@ def _store(request: Request) -> Store:
         raise Refused(503, f"the data pack is not available: {exc}") from None
 
 
-def _error(status: int, message: str) -> JSONResponse:
+def _error(status: int, message: str, *, close: bool = False) -> JSONResponse:
     category = "all_agents_failed" if status >= 500 else "invalid_input"
     body = OrchestratorErrorResponse(error_message=message, error_category=category)
-    return JSONResponse(body.model_dump(mode="json"), status_code=status)
+    headers = {"Connection": "close"} if close else None
+    return JSONResponse(body.model_dump(mode="json"), status_code=status, headers=headers)
 
 
 async def _call(work: Any, *args: Any, **kwargs: Any) -> Any:
@@ -186,7 +195,7 @@ async def upload_source(request: Request) -> Any:
     except SourceError as exc:  # a name that cannot be a source
         return _error(422, str(exc))
     except Refused as exc:
-        return _error(422 if exc.status == 404 else exc.status, exc.message)
+        return _error(422 if exc.status == 404 else exc.status, exc.message, close=exc.unread)
     finally:
         await run_in_threadpool(shutil.rmtree, incoming, True)
     return context
@@ -280,37 +289,71 @@ async def _receive(request: Request, incoming: Path, limit: int) -> Received:
     media, options = parse_options_header(request.headers.get("content-type", ""))
     boundary = options.get(b"boundary")
     if media != b"multipart/form-data" or not boundary:
-        raise Refused(422, "Invalid request — send the file as multipart/form-data with a `file` field")
+        raise Refused(422, "Invalid request — send the file as multipart/form-data with a `file` field", unread=True)
+    most = _most_body(limit, boundary)
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > most:
+        raise Refused(413, f"the upload ({int(declared) / 2**20:,.0f} MB) {_over(limit)}", unread=True)
     events: list[tuple[str, bytes]] = []
-    header = [b"", b""]
+    header = [b"", b"", b""]  # this header's name and value, and every header of the part so far
+
+    def on_header(i: int, data: bytes, start: int, end: int) -> None:
+        header[i] += data[start:end]
+        if len(header[0]) + len(header[1]) + len(header[2]) > HEADER_BYTES:
+            raise Refused(422, f"Invalid request — a form part's headers are over {HEADER_BYTES // 1024} KB")
 
     def on_header_end() -> None:
         events.append(("header", header[0].lower() + b"\0" + header[1]))
+        header[2] += header[0] + header[1]
         header[0] = header[1] = b""
 
+    def on_part_begin() -> None:
+        events.append(("begin", b""))
+        header[2] = b""
+
     callbacks: Any = {
-        "on_part_begin": lambda: events.append(("begin", b"")),
-        "on_header_field": lambda data, start, end: header.__setitem__(0, header[0] + data[start:end]),
-        "on_header_value": lambda data, start, end: header.__setitem__(1, header[1] + data[start:end]),
+        "on_part_begin": on_part_begin,
+        "on_header_field": lambda data, start, end: on_header(0, data, start, end),
+        "on_header_value": lambda data, start, end: on_header(1, data, start, end),
         "on_header_end": on_header_end,
         "on_headers_finished": lambda: events.append(("headers", b"")),
         "on_part_data": lambda data, start, end: events.append(("data", bytes(data[start:end]))),
         "on_part_end": lambda: events.append(("end", b"")),
     }
     receiving = _Receiving(incoming, limit)
+    read, ended = 0, False
     try:
         parser = MultipartParser(boundary, callbacks)
         async for chunk in _chunks(request):
+            read += len(chunk)
+            if read > most:  # no file within the limit makes a body this long (e.g. a long epilogue)
+                raise Refused(413, f"the upload {_over(limit)}")
             parser.write(chunk)
             await receiving.handle(events)
             events.clear()
+        ended = True
         parser.finalize()
         await receiving.handle(events)
-    except FormParserError:
-        raise Refused(422, "Invalid request — the body is not valid multipart/form-data") from None
+    except FormParserError as exc:  # the parser's own words say where (e.g. "Maximum header size exceeded")
+        message = f"Invalid request — the body is not valid multipart/form-data ({exc})"
+        raise Refused(422, message, unread=not ended) from None
+    except Refused as exc:
+        exc.unread = not ended
+        raise
     finally:
         await receiving.close()
     return receiving.done()
+
+
+def _most_body(limit: int, boundary: bytes) -> int:
+    """The longest body an upload within the limits can have: the file, every text field,
+    each part's headers and boundary line, and the closing boundary."""
+    part = HEADER_BYTES + len(boundary) + 8  # CRLF "--" boundary CRLF, and the headers' blank line
+    return limit + MOST_FIELDS * FIELD_BYTES + (MOST_FIELDS + 2) * part
+
+
+def _over(limit: int) -> str:
+    return f"is over the limit of {limit / 2**20:,.0f} MB (CONCERTO_DATA_MAX_FILE_MB)"
 
 
 async def _chunks(request: Request) -> AsyncIterator[bytes]:
@@ -387,10 +430,7 @@ class _Receiving:
             return
         self.file_bytes += len(data)
         if self.file_bytes > self.limit:
-            raise Refused(
-                413,
-                f"the file is over the limit of {self.limit / 2**20:,.0f} MB (CONCERTO_DATA_MAX_FILE_MB)",
-            )
+            raise Refused(413, f"the file {_over(self.limit)}")
         self.pending += data
         if len(self.pending) >= _FLUSH_BYTES:
             await self._flush()

@@ -340,6 +340,16 @@ def _import_sdk(transport: str) -> None:
     importlib.import_module(transport)
 
 
+async def preload_sdk() -> None:
+    """Import the MCP SDK (both transports) in a worker thread, e.g. when a server starts.
+
+    Connecting imports it anyway; done before the first question, that question's other
+    work does not wait for the import (the GIL, and the import lock of modules both use).
+    """
+    await asyncio.to_thread(_import_sdk, "mcp.client.stdio")
+    await asyncio.to_thread(_import_sdk, "mcp.client.streamable_http")
+
+
 def _leaf(exc: BaseException) -> BaseException:
     """The first real error inside (nested) exception groups."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:

@@ -9,7 +9,9 @@ same fields; every malformed request gets the error contract, never FastAPI's ow
 
 from __future__ import annotations
 
+import asyncio
 import inspect
+import logging
 from collections.abc import AsyncIterable, AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
@@ -23,6 +25,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, BeforeValidator, Field, create_model
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
 from concerto.agents.base import AgentInfo
@@ -35,6 +38,7 @@ from concerto.orchestrator.engine import Orchestrator, validation_message
 from concerto.server.runs import Run, Runs, RunStarted, RunStatus, UnknownRun, after_id, sse_fields
 from concerto.settings import Settings
 
+log = logging.getLogger(__name__)
 PAGE = Path(__file__).parent / "static" / "index.html"  # the page; its modules, styles and vendored libraries beside it
 
 # HTTP status per error category: the body is always the error contract.
@@ -148,9 +152,11 @@ def create_app(settings: Settings | None = None, orchestrator: Orchestrator | No
         await orch.start()
         app.state.orchestrator = orch
         app.state.runs = Runs(orch)
+        warm = asyncio.create_task(_warm_up(orch), name="warm-up")
         try:
             yield
         finally:
+            warm.cancel()
             await app.state.runs.aclose()
             if orchestrator is None:
                 await orch.aclose()
@@ -297,10 +303,35 @@ def create_app(settings: Settings | None = None, orchestrator: Orchestrator | No
     return app
 
 
+async def _warm_up(orch: Orchestrator) -> None:
+    """Import in the background what the first question would otherwise import while its
+    events stream: anyio's thread runner (FastAPI's for sync dependencies, imported on the
+    event loop at first use) and the MCP SDK when an agent's pack runs MCP servers (the city
+    pack's agents start theirs on first use). Without it the first echo question of a process
+    delayed its events by 80-170 ms: sampled, the loop was importing anyio's backend (to open
+    the run's event stream) while a worker thread imported the SDK, each waiting on the other
+    for the GIL and the import lock (benchmarks/results/page.md)."""
+    try:
+        await run_in_threadpool(int)
+        serving = {pack.name for pack in orch.packs if pack.mcp_servers}
+        if any(info.pack in serving for info in orch.registry.infos()):
+            from concerto.mcp.client import preload_sdk
+
+            await preload_sdk()
+    except Exception as exc:  # only a head start: the question that needs it meets the error and says so
+        log.warning("warm-up failed: %s: %s", type(exc).__name__, exc)
+
+
 def _methods(app: FastAPI, path: str) -> list[str]:
     """Every method some route of `path` accepts."""
     found: set[str] = set()
-    for route in app.routes:
+    routes = list(app.routes)
+    while routes:
+        route = routes.pop()
+        nested = getattr(route, "original_router", None)  # a router included whole (packs' routes)
+        if nested is not None:
+            routes.extend(nested.routes)
+            continue
         regex, methods = getattr(route, "path_regex", None), getattr(route, "methods", None)
         if regex is not None and methods and regex.match(path):
             found |= set(methods)

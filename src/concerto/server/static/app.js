@@ -4,7 +4,7 @@
 // as `concerto ask --now`; for demo data of past years, e.g. the KPI demo's 2023-2025); the
 // page shows it in its header. Without it the page never sends `now`.
 import { ask } from "./stream.js";
-import { h, $, clear, getJSON, fmtMs } from "./dom.js";
+import { h, $, clear, getJSON, fmtMs, scrollRegion } from "./dom.js";
 import { PlanDiagram } from "./diagram.js";
 import { agentPanel } from "./panels.js";
 
@@ -207,7 +207,7 @@ function profileView(ctx) {
   return h("div", {},
     h("h3", {}, `${ctx.name}: ${ctx.row_count} rows`),
     h("p", { class: "muted" }, `${ctx.file_name} · ${ctx.semantic_profile?.domain || ""} · one row: ${ctx.semantic_profile?.entity_name || ""}`),
-    h("div", { class: "table-wrap" }, h("table", { class: "data" },
+    scrollRegion(`Profile of ${ctx.name}`, h("table", { class: "data" },
       h("thead", {}, h("tr", {}, cols.map((c) => h("th", { scope: "col" }, c)))),
       h("tbody", {}, rows.map((r) => h("tr", {}, cols.map((c) => h("td", {}, r[c] ?? ""))))))),
     (ctx.notes || []).map((n) => h("p", { class: "muted" }, n)));

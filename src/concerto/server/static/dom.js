@@ -18,6 +18,12 @@ export function h(tag, attrs = {}, ...children) {
 
 export const $ = (sel, root = document) => root.querySelector(sel);
 
+/** A box that scrolls a wide table sideways: a named region in the Tab order, so a keyboard
+ * can scroll it too (axe's scrollable-region-focusable) when nothing inside takes focus. */
+export function scrollRegion(label, ...children) {
+  return h("div", { class: "table-wrap", tabindex: 0, role: "region", "aria-label": label }, ...children);
+}
+
 export function clear(el) {
   while (el.firstChild) el.firstChild.remove();
   return el;

@@ -1,5 +1,5 @@
 // One panel per agent result: its rows as a sortable, paged table, a chart, the queries it ran, its errors.
-import { h, fmtMs } from "./dom.js";
+import { h, fmtMs, scrollRegion } from "./dom.js";
 
 const PAGE = 25;
 let chartLib = null;
@@ -114,7 +114,7 @@ export function dataTable(rows, caption) {
 
 /** Every row as a plain table (no buttons, no paging): what a saved run shows. */
 export function staticTable(rows, caption, columns = [...new Set(rows.flatMap((r) => Object.keys(r)))]) {
-  return h("div", { class: "table-wrap" }, h("table", { class: "data" },
+  return scrollRegion(caption || "Table", h("table", { class: "data" },
     caption ? h("caption", {}, caption) : "",
     h("thead", {}, h("tr", {}, columns.map((c) => h("th", { scope: "col" }, c)))),
     h("tbody", {}, rows.map((r) => h("tr", {}, columns.map((c) => h("td", { class: typeof r[c] === "number" ? "num" : null }, cellText(r[c]))))))));
