@@ -117,11 +117,13 @@ def ray_cluster() -> Iterator[RayCluster]:
     os.environ.update(cluster.auth)  # this process and the servers tests start join with the token
     import ray
 
-    ray.init(address=cluster.address, namespace="concerto", log_to_driver=False)
-    warm_up_workers()
-    yield cluster
-    ray.shutdown()
-    cluster.stop()
+    try:
+        ray.init(address=cluster.address, namespace="concerto", log_to_driver=False)
+        warm_up_workers()
+        yield cluster
+    finally:
+        ray.shutdown()
+        cluster.stop()
 
 
 @pytest.fixture(scope="session")

@@ -9,8 +9,10 @@ travel by reference to them) through PYTHONPATH.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
+import signal
 import subprocess
 import sys
 import tempfile
@@ -33,6 +35,13 @@ class RayCluster:
     auth: dict[str, str]  # the environment a client needs to join (token authentication)
 
     def stop(self) -> None:
+        """Stop the head and everything it started (its own process group)."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=15)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
         stop(self.process)
 
 
