@@ -282,6 +282,13 @@ async def main(runs: int, in_flight: int, output: Path) -> None:
         lines.append(f"| {name} | {median:.1f} | {p95:.1f} | {added or kind} |")
     lines += [
         "",
+        'The MCP, HTTP, OpenAI and A2A surfaces answer in their own server process: "added" is the '
+        "client's round trip minus the in-process baseline measured here, so it is the transport plus "
+        "the protocol's layer (the floors show each transport alone; about 1 ms either way is within "
+        "this run's noise). The streaming OpenAI call sends every event of the question as a chunk, and "
+        "A2A's SendMessage turns every event into a task status update kept in the SDK's task store "
+        "before it returns the task.",
+        "",
         f"{in_flight} questions in flight at once through the OpenAI endpoint (non-streaming, one "
         f"`concerto serve`): {answered} answered, {errors} errors, {wall:.2f} s wall.",
         "",

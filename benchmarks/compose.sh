@@ -21,9 +21,11 @@ cd "$(dirname "$0")/.."
   echo ".venv/bin/python benchmarks/bench_questions.py   # KPI and metrics question sets; writes results/questions.md"
   echo ".venv/bin/python benchmarks/bench_commercial.py --causal-venv .venv-causal   # writes results/commercial.md"
   echo ".venv/bin/python benchmarks/bench_page.py   # writes results/page.md; Debian's Chromium against concerto serve"
+  echo ".venv/bin/python benchmarks/bench_protocols.py   # writes results/protocols.md: MCP, OpenAI, A2A, Python API"
+  echo ".venv/bin/python benchmarks/bench_ray.py   # writes results/ray.md; starts a local Ray cluster"
   echo "bash benchmarks/compose.sh                     # rebuilds this file"
   echo '```'
-  for part in engine city kpi kpi_load metrics questions packs analytics accuracy commercial page; do
+  for part in engine city kpi kpi_load metrics questions packs analytics accuracy commercial page protocols ray; do
     f="benchmarks/results/$part.md"
     [ -f "$f" ] || continue
     echo
