@@ -240,7 +240,7 @@ def events(query_id: str | None, limit: int) -> None:
     from concerto.orchestrator.events import EventLog
     from concerto.settings import Settings
 
-    for event in EventLog(Settings().data_dir / "events.sqlite").read(query_id, limit):
+    for event in EventLog.of(Settings()).read(query_id, limit):
         render_event(event)
 
 

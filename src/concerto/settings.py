@@ -99,8 +99,16 @@ class Settings(_ConcertoSettings):
     )
     semantic_threshold: float = Field(0.35, ge=0, le=1, description="Minimum similarity for the semantic router")
     intents_file: Path | None = Field(None, description="Extra intent table (YAML) for the planner")
-    store_events: bool = Field(True, description="Append every event to events.sqlite in the data dir")
+    store_events: bool = Field(
+        True, description="Append every question's events to the log (events.sqlite, or the CONCERTO_DATABASE_URL one)"
+    )
     max_events: int = Field(1000, ge=10, description="Events kept in memory per query")
+    events_max_age_days: float = Field(
+        30.0, gt=0, description="Days the event log, runs and conversation turns are kept (pruned as it goes)"
+    )
+    events_max_rows: int = Field(
+        200_000, ge=100, description="Rows of the event log (and of conversation turns) kept, newest first"
+    )
 
     # Scale-out (docs/scale-out.md)
     executor: Literal["local", "ray"] = Field(

@@ -184,7 +184,7 @@ class Orchestrator:
         events.close()
         if self.settings.store_events:
             try:
-                EventLog(self.settings.data_dir / "events.sqlite").write(list(events.events))
+                EventLog.of(self.settings).write_soon(list(events.events))
             except Exception as exc:
                 log.warning("could not store events: %s", exc)
         return result

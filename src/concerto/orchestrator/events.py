@@ -8,15 +8,17 @@ oldest events, never block the query, when they fall behind.
 from __future__ import annotations
 
 import asyncio
-import json
-import sqlite3
 import time
 from collections import deque
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from concerto.contracts.events import Event, EventType, QueryState
+from concerto.orchestrator.log import Log, SqliteLog, open_log
+
+if TYPE_CHECKING:
+    from concerto.settings import Settings
 
 _CLOSED = object()
 
@@ -113,70 +115,30 @@ def _put_dropping_oldest(queue: asyncio.Queue[Any], item: Any) -> None:
 
 
 class EventLog:
-    """Stores events in SQLite (`events.sqlite` in the data dir): the database log of DESIGN."""
+    """Every question's events in the shared log (`concerto.orchestrator.log`): `events.sqlite`
+    in the data dir, or PostgreSQL when `CONCERTO_DATABASE_URL` is set; the database log of
+    DESIGN. Bounded by age and rows (`CONCERTO_EVENTS_MAX_AGE_DAYS`, `CONCERTO_EVENTS_MAX_ROWS`)."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(self, where: Path | Log) -> None:
+        self.log = where if isinstance(where, Log) else SqliteLog(where)
 
-    def _connect(self) -> sqlite3.Connection:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        con = sqlite3.connect(self.path)
-        con.execute(
-            "CREATE TABLE IF NOT EXISTS events (query_id TEXT, seq INTEGER, ts REAL, type TEXT,"
-            " source TEXT, step INTEGER, state TEXT, task_id TEXT, title TEXT, details TEXT,"
-            " PRIMARY KEY (query_id, seq))"
-        )
-        return con
+    @classmethod
+    def of(cls, settings: Settings) -> EventLog:
+        """The configured log (one per process and location, so connections are reused)."""
+        return cls(open_log(settings))
 
     def write(self, events: list[Event]) -> None:
         """Append a query's events in one transaction."""
-        rows = [
-            (
-                e.query_id,
-                e.seq,
-                e.ts,
-                e.type.value,
-                e.source,
-                e.step,
-                e.state.value if e.state else None,
-                e.task_id,
-                e.title,
-                json.dumps(e.details, default=str),
-            )
-            for e in events
-        ]
-        con = self._connect()
-        try:
-            with con:
-                con.executemany("INSERT OR REPLACE INTO events VALUES (?,?,?,?,?,?,?,?,?,?)", rows)
-        finally:
-            con.close()
+        self.log.write_events(events)
+
+    def write_soon(self, events: list[Event]) -> None:
+        """Append a query's events from the log's writer thread, without waiting (the engine's
+        way: a slow database never holds up the event loop)."""
+        self.log.write_events_soon(events)
 
     def read(self, query_id: str | None = None, limit: int = 200) -> list[Event]:
         """The events of one query, or the most recent ones."""
-        con = self._connect()
-        try:
-            if query_id:
-                cur = con.execute("SELECT * FROM events WHERE query_id=? ORDER BY seq", (query_id,))
-            else:
-                cur = con.execute("SELECT * FROM (SELECT * FROM events ORDER BY ts DESC LIMIT ?) ORDER BY ts", (limit,))
-            return [
-                Event(
-                    query_id=r[0],
-                    seq=r[1],
-                    ts=r[2],
-                    type=EventType(r[3]),
-                    source=r[4],
-                    step=r[5],
-                    state=QueryState(r[6]) if r[6] else None,
-                    task_id=r[7],
-                    title=r[8],
-                    details=json.loads(r[9]),
-                )
-                for r in cur.fetchall()
-            ]
-        finally:
-            con.close()
+        return self.log.events(query_id) if query_id else self.log.recent_events(limit)
 
 
 def elapsed_ms(start: float) -> float:

@@ -1,10 +1,14 @@
-"""HTTP API: ask (JSON), ask with a live event stream (server-sent events), agents, health,
-and the routes and static files that packs add.
+"""HTTP API: ask (JSON), ask with a live event stream (server-sent events), runs,
+conversations, agents, health and readiness, and the routes and static files that packs add.
 
 One `Orchestrator` lives for the app's lifetime, so agents keep their connections and
 the embedding model stays loaded between questions. The request bodies are the input
 contract itself (`OrchestratorInput`), so the API, the CLI and the Python API take the
 same fields; every malformed request gets the error contract, never FastAPI's own shape.
+
+What outlives a request (runs, conversations, the event log) is in the shared log
+(`concerto.orchestrator.log`), so several processes behind a load balancer serve one
+conversation and one run (docs/scale-out.md).
 """
 
 from __future__ import annotations
@@ -12,13 +16,16 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import sys
 from collections.abc import AsyncIterable, AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from fastapi import Depends, FastAPI, Query, Request
+from fastapi import Path as PathParameter
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
@@ -35,7 +42,18 @@ from concerto.contracts.events import Event
 from concerto.contracts.handoff import result_yaml
 from concerto.contracts.orchestrator import OrchestratorErrorResponse, OrchestratorInput, OrchestratorOutput
 from concerto.orchestrator.engine import Orchestrator, validation_message
-from concerto.server.runs import Run, Runs, RunStarted, RunStatus, UnknownRun, after_id, sse_fields
+from concerto.orchestrator.log import Log, LogUnavailable, Turn, open_log
+from concerto.server.runs import (
+    Run,
+    Runs,
+    RunStarted,
+    RunStatus,
+    UnknownRun,
+    after_id,
+    recall,
+    remember,
+    sse_fields,
+)
 from concerto.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -74,6 +92,11 @@ RUN_EVENTS_DESCRIPTION = (
     "`result` (the output or error contract). Reconnect with `Last-Event-ID` to get only what you missed."
 )
 _BODY_NOT_PARSED = "There was an error parsing the body"  # FastAPI's words for a body that is not UTF-8 JSON
+CONVERSATION_ID = r"^[A-Za-z0-9_-]{1,128}$"
+UNAVAILABLE: dict[int | str, dict[str, Any]] = {
+    503: {"model": OrchestratorErrorResponse, "description": "The shared log (database) cannot be reached"}
+}
+READY_WAIT_S = 0.5  # how long /ready waits for a warm-up about to finish before saying "not yet"
 
 
 def _iso_datetime(value: Any) -> Any:
@@ -96,9 +119,16 @@ Now = Annotated[
 
 
 class AskRequest(OrchestratorInput):
-    """Body of POST /v1/ask and /v1/ask/stream: the input contract plus an optional fixed clock."""
+    """Body of POST /v1/ask, /v1/ask/stream and /v1/runs: the input contract plus an optional
+    fixed clock and conversation."""
 
     now: Now = None
+    conversation_id: str | None = Field(
+        None,
+        pattern=CONVERSATION_ID,
+        description="Keep the turns on the server: without `conversation_history`, this conversation's "
+        "earlier turns are the history; the question and its answer are appended to it",
+    )
 
 
 def _stream_query_model() -> type[BaseModel]:
@@ -134,6 +164,25 @@ class Availability(BaseModel):
     reason: str | None = Field(None, description="What to set up first, when it is not available")
 
 
+class Conversation(BaseModel):
+    """A conversation's turns, oldest first."""
+
+    conversation_id: str
+    turns: list[Turn]
+
+
+class Check(BaseModel):
+    ok: bool
+    detail: str | None = None
+
+
+class Readiness(BaseModel):
+    """Whether this process can answer now, and each check's outcome."""
+
+    ready: bool
+    checks: dict[str, Check]
+
+
 class Health(BaseModel):
     status: Literal["ok"] = "ok"
     agents: int
@@ -151,12 +200,15 @@ def create_app(settings: Settings | None = None, orchestrator: Orchestrator | No
         orch = orchestrator or Orchestrator(settings, packs=packs)
         await orch.start()
         app.state.orchestrator = orch
-        app.state.runs = Runs(orch)
+        app.state.log = open_log(orch.settings)
+        app.state.runs = Runs(orch, app.state.log)
         warm = asyncio.create_task(_warm_up(orch), name="warm-up")
+        app.state.router_loaded = asyncio.create_task(_load_router(orch, warm), name="load-router")
         try:
             yield
         finally:
             warm.cancel()
+            app.state.router_loaded.cancel()
             await app.state.runs.aclose()
             if orchestrator is None:
                 await orch.aclose()
@@ -183,14 +235,17 @@ def create_app(settings: Settings | None = None, orchestrator: Orchestrator | No
     def _orch(request: Request) -> Orchestrator:
         return request.app.state.orchestrator
 
-    @app.post("/v1/ask", response_model=OrchestratorOutput, responses={**ERRORS, 200: YAML_RESPONSE})
+    @app.post("/v1/ask", response_model=OrchestratorOutput, responses={**ERRORS, **UNAVAILABLE, 200: YAML_RESPONSE})
     async def ask(body: AskRequest, request: Request) -> Any:
         """Answer a question; errors come back in the `OrchestratorErrorResponse` shape. With
         `Accept: application/yaml`, each agent's result as the spec's `agent_to_orchestrator`
         YAML handoff (one document per agent)."""
         started = datetime.now(UTC)
         orchestrator = _orch(request)
-        result = await orchestrator.ask(_input(body), now=body.now)
+        query = await _question(body, request)
+        result = await orchestrator.ask(query, now=body.now)
+        if body.conversation_id:
+            await remember(request.app.state.log, body.conversation_id, query.query, query.query_id, result)
         if "application/yaml" in request.headers.get("accept", ""):
             settings = orchestrator.settings
             text = result_yaml(
@@ -215,11 +270,14 @@ def create_app(settings: Settings | None = None, orchestrator: Orchestrator | No
 
     stream_responses: dict[int | str, dict[str, Any]] = {200: {"description": SSE_DESCRIPTION}, 422: ERROR_JSON}
 
-    @app.post("/v1/ask/stream", response_class=EventSourceResponse, responses=stream_responses)
+    @app.post("/v1/ask/stream", response_class=EventSourceResponse, responses={**stream_responses, 503: ERROR_JSON})
     async def ask_stream(body: AskRequest, request: Request) -> AsyncIterable[StreamItem]:
         """Server-sent events: one `event` per step, then one `result` with the output contract."""
-        async for event in _stream(_orch(request), _input(body), body.now):
+        query = await _question(body, request)
+        async for event in _stream(_orch(request), query, body.now):
             yield event  # type: ignore[misc]  # a ServerSentEvent whose data is a StreamItem
+            if body.conversation_id and event.event == "result":
+                await remember(request.app.state.log, body.conversation_id, query.query, query.query_id, event.data)
 
     @app.get("/v1/ask/stream", response_class=EventSourceResponse, responses=stream_responses)
     async def ask_stream_get(request: Request, params: Annotated[StreamQuery, Query()]) -> AsyncIterable[StreamItem]:
@@ -230,11 +288,13 @@ def create_app(settings: Settings | None = None, orchestrator: Orchestrator | No
         async for event in _stream(_orch(request), values, query.now):
             yield event  # type: ignore[misc]  # a ServerSentEvent whose data is a StreamItem
 
-    @app.post("/v1/runs", status_code=202, response_model=RunStarted, responses={422: ERRORS[422]})
+    @app.post("/v1/runs", status_code=202, response_model=RunStarted, responses={422: ERRORS[422], **UNAVAILABLE})
     async def start_run(body: AskRequest, request: Request) -> RunStarted:
         """Start a question and return at once; follow it at `events_url` (server-sent events that
-        resume after `Last-Event-ID`) or poll `result_url`. The run goes on if readers leave."""
-        run = request.app.state.runs.start(_input(body), body.now)
+        resume after `Last-Event-ID`) or poll `result_url`, from this process or any other that
+        shares its database. The run goes on if readers leave."""
+        run = request.app.state.runs.start(await _question(body, request), body.now, body.conversation_id)
+        await run.recorded.wait()  # in the log before any other process can be asked about it
         return RunStarted(
             run_id=run.run_id,
             query_id=run.query_id,
@@ -246,7 +306,17 @@ def create_app(settings: Settings | None = None, orchestrator: Orchestrator | No
     async def _unknown_run(request: Request, exc: UnknownRun) -> JSONResponse:
         return _error(str(exc), status=404)
 
-    @app.get("/v1/runs/{run_id}", response_model=RunStatus, responses={404: ERRORS[422]})
+    @app.exception_handler(LogUnavailable)
+    async def _log_unavailable(request: Request, exc: LogUnavailable) -> JSONResponse:
+        log.warning("%s", exc)
+        body = OrchestratorErrorResponse(
+            error_message=f"The server's database cannot be reached; try again shortly ({exc})",
+            error_category="synthesis_failed",
+            retry_recommended=True,
+        )
+        return JSONResponse(body.model_dump(mode="json"), status_code=503)
+
+    @app.get("/v1/runs/{run_id}", response_model=RunStatus, responses={404: ERRORS[422], **UNAVAILABLE})
     async def run_status(run: Annotated[Run, Depends(_run)]) -> RunStatus:
         """A run's state, and its result once it has one."""
         return run.describe()
@@ -256,7 +326,7 @@ def create_app(settings: Settings | None = None, orchestrator: Orchestrator | No
         response_class=EventSourceResponse,
         responses={
             200: {"description": RUN_EVENTS_DESCRIPTION},
-            **{status: ERROR_JSON for status in (404, 422)},
+            **{status: ERROR_JSON for status in (404, 422, 503)},
         },
     )
     async def run_events(
@@ -270,6 +340,23 @@ def create_app(settings: Settings | None = None, orchestrator: Orchestrator | No
         start = after_id(request.headers.get("last-event-id"), after)
         async for item in runs.follow(run, start):
             yield ServerSentEvent(data=item, **sse_fields(item, run))  # type: ignore[misc]
+
+    conversation_responses: dict[int | str, dict[str, Any]] = {404: ERRORS[422], 422: ERRORS[422], **UNAVAILABLE}
+
+    @app.get("/v1/conversations/{conversation_id}", response_model=Conversation, responses=conversation_responses)
+    async def conversation(conversation_id: ConversationPath, request: Request) -> Any:
+        """A conversation's turns (questions and answers asked with its `conversation_id`), oldest first."""
+        turns = await asyncio.to_thread(request.app.state.log.turns, conversation_id)
+        if not turns:
+            return _error(f"no conversation '{conversation_id}'", status=404)
+        return Conversation(conversation_id=conversation_id, turns=turns)
+
+    @app.delete("/v1/conversations/{conversation_id}", status_code=204, responses=conversation_responses)
+    async def forget_conversation(conversation_id: ConversationPath, request: Request) -> Response:
+        """Remove a conversation's turns from the server."""
+        if not await asyncio.to_thread(request.app.state.log.delete_conversation, conversation_id):
+            return _error(f"no conversation '{conversation_id}'", status=404)
+        return Response(status_code=204)
 
     @app.get("/v1/agents", response_model=list[AgentInfo])
     async def agents(request: Request) -> list[AgentInfo]:
@@ -293,6 +380,25 @@ def create_app(settings: Settings | None = None, orchestrator: Orchestrator | No
         orch = _orch(request)
         problems = [PackProblem(**f.as_dict()) for f in orch.packs.failures]
         return Health(agents=len(orch.registry), llm=orch.llm is not None, failed_packs=problems)
+
+    @app.get(
+        "/ready",
+        response_model=Readiness,
+        responses={503: {"model": Readiness, "description": "Not ready yet, or no longer: the checks say why"}},
+    )
+    async def ready(request: Request) -> Any:
+        """Readiness (for a load balancer): the router and its embedding model are loaded, the
+        database is reachable and, with `CONCERTO_EXECUTOR=ray`, so is the cluster. 503 with the
+        checks while one fails; `/health` is the liveness check."""
+        orch = _orch(request)
+        checks = {
+            "router": await _router_check(request.app.state.router_loaded),
+            "database": await _log_check(request.app.state.log),
+        }
+        if orch.settings.executor == "ray":
+            checks["cluster"] = await _cluster_check(orch.settings.ray_address)
+        body = Readiness(ready=all(c.ok for c in checks.values()), checks=checks)
+        return body if body.ready else JSONResponse(body.model_dump(mode="json"), status_code=503)
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     async def page() -> str:
@@ -322,6 +428,56 @@ async def _warm_up(orch: Orchestrator) -> None:
         log.warning("warm-up failed: %s: %s", type(exc).__name__, exc)
 
 
+async def _load_router(orch: Orchestrator, after: asyncio.Task[None]) -> str | None:
+    """Build the router (on the loop, as questions do: a few ms) and load its embedding model and
+    vectors (in a thread), after the warm-up; what went wrong, or None (`/ready` reports it)."""
+    await asyncio.wait({after})
+    try:
+        router = orch.router
+        if router.index is not None:
+            await asyncio.to_thread(router.index.rank, "warm up")
+    except Exception as exc:
+        log.warning("loading the router failed: %s: %s", type(exc).__name__, exc)
+        return f"the router could not be loaded: {type(exc).__name__}: {exc}"
+    return None
+
+
+async def _router_check(loading: asyncio.Task[str | None]) -> Check:
+    if not loading.done():
+        await asyncio.wait({loading}, timeout=READY_WAIT_S)
+    if not loading.done() or loading.cancelled():
+        return Check(ok=False, detail="loading the router and its embedding model")
+    problem = loading.result()
+    return Check(ok=problem is None, detail=problem)
+
+
+async def _log_check(shared: Log) -> Check:
+    try:
+        await asyncio.wait_for(asyncio.to_thread(shared.ping), 5)
+    except (LogUnavailable, TimeoutError) as exc:
+        return Check(ok=False, detail=str(exc) or f"{shared.where} did not answer within 5 s")
+    return Check(ok=True)
+
+
+async def _cluster_check(address: str) -> Check:
+    """Whether the Ray cluster answers at its address (a TCP connection: Ray's own client would
+    retry for 30 s). An empty address is a local cluster started on first use."""
+    ray = sys.modules.get("ray")
+    if not address or address == "auto":
+        if ray is None or not ray.is_initialized():
+            return Check(ok=True, detail="the cluster is joined (or started) with the first task sent to it")
+        address = ray.get_runtime_context().gcs_address
+    parts = urlsplit(address if "://" in address else f"tcp://{address}")
+    try:
+        if not parts.hostname or not parts.port:
+            raise ValueError("not host:port or ray://host:port")
+        _, writer = await asyncio.wait_for(asyncio.open_connection(parts.hostname, parts.port), 3)
+        writer.close()
+    except (OSError, TimeoutError, ValueError) as exc:
+        return Check(ok=False, detail=f"the Ray cluster at {address} cannot be reached: {exc or 'no answer in 3 s'}")
+    return Check(ok=True)
+
+
 def _methods(app: FastAPI, path: str) -> list[str]:
     """Every method some route of `path` accepts."""
     found: set[str] = set()
@@ -339,13 +495,27 @@ def _methods(app: FastAPI, path: str) -> list[str]:
 
 
 def _input(body: AskRequest) -> OrchestratorInput:
-    return OrchestratorInput.model_validate(body.model_dump(exclude={"now"}))
+    return OrchestratorInput.model_validate(body.model_dump(exclude={"now", "conversation_id"}))
 
 
-def _run(run_id: str, request: Request) -> Run:
-    """The run of the path (resolved before a stream starts, so an unknown one is a 404)."""
-    run: Run = request.app.state.runs.get(run_id)
+async def _question(body: AskRequest, request: Request) -> OrchestratorInput:
+    """The question of a body: with a `conversation_id` and no `conversation_history`, the
+    conversation's stored turns are the history."""
+    query = _input(body)
+    if body.conversation_id and query.conversation_history is None:
+        history = await recall(request.app.state.log, body.conversation_id)
+        query = query.model_copy(update={"conversation_history": history or None})
+    return query
+
+
+async def _run(run_id: str, request: Request) -> Run:
+    """The run of the path, from this process or the shared log (resolved before a stream
+    starts, so an unknown one is a 404)."""
+    run: Run = await request.app.state.runs.find(run_id)
     return run
+
+
+ConversationPath = Annotated[str, PathParameter(pattern=CONVERSATION_ID, description="A conversation's id")]
 
 
 def _error(message: str, status: int = STATUS["invalid_input"]) -> JSONResponse:
