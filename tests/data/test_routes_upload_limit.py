@@ -38,6 +38,11 @@ class Server:
                 return int(line.split()[1])
         raise AssertionError(f"no {field} in /proc/{self.pid}/status")
 
+    def reset_peak(self) -> None:
+        """Start VmHWM again from VmRSS (Linux's clear_refs "5"), so an earlier peak (the
+        router's model loading at start) is not counted as this test's."""
+        Path(f"/proc/{self.pid}/clear_refs").write_text("5")
+
     def stored(self) -> list[str]:
         uploads = self.data_dir / "uploads"
         return sorted(str(p.relative_to(uploads)) for p in uploads.rglob("*")) if uploads.exists() else []
@@ -60,14 +65,16 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{base}/health", timeout=1).status_code == 200:
+        while True:  # ready, not only alive: the router's model loads in the background at start,
+            try:  # and its memory must not count as the upload's
+                if httpx.get(f"{base}/ready", timeout=1).status_code == 200:
                     break
             except httpx.TransportError:
-                assert time.monotonic() < deadline and proc.poll() is None, "concerto serve did not start"
-                time.sleep(0.2)
+                pass
+            assert time.monotonic() < deadline and proc.poll() is None, "concerto serve did not get ready"
+            time.sleep(0.2)
         assert httpx.get(f"{base}/v1/data/limits").json() == {"max_file_bytes": LIMIT_MB * 2**20}
+        assert httpx.get(f"{base}/v1/data/sources").json() == []  # the store opened: its imports are not the upload's
         yield Server(base, proc.pid, data)
     finally:
         proc.terminate()
@@ -130,6 +137,7 @@ def test_a_body_declared_at_2_gb_is_not_read(server: Server) -> None:
 def test_a_2_gb_stream_is_cut_off_at_the_limit_in_bounded_memory(server: Server) -> None:
     # Chunked, so the server learns the size only by reading: it reads the limit and stops.
     sent: list[int] = []
+    server.reset_peak()
     before = server.memory_kb("VmRSS")
     started = time.monotonic()
     response = httpx.post(f"{server.base}/v1/data/sources", content=two_gb(sent), headers=MULTIPART, timeout=60)
