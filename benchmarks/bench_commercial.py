@@ -281,9 +281,9 @@ def cold_start(causal_venv: Path | None) -> list[str]:
     for module in ("statsmodels.api", "sklearn.linear_model", "scipy.optimize"):
         lines.append(f"| `import {module}` (core path) | {_import_time(sys.executable, module):.2f} |")
     if causal_venv is not None and (causal_venv / "bin" / "python").exists():
-        extra = str(causal_venv / "bin" / "python")
+        extra_python = str(causal_venv / "bin" / "python")
         for module in ("dowhy", "econml"):
-            lines.append(f"| `import {module}` (the `causal` extra) | {_import_time(extra, module):.2f} |")
+            lines.append(f"| `import {module}` (the `causal` extra) | {_import_time(extra_python, module):.2f} |")
     return lines
 
 

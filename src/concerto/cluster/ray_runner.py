@@ -32,6 +32,7 @@ import socket
 import sys
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -44,6 +45,9 @@ NAMESPACE = "concerto"
 CONNECT_TIMEOUT_S = 60.0  # starting a local cluster takes about 4 s here
 REACH_TIMEOUT_S = 3.0  # a TCP connect to the cluster's address, before Ray's own 30 s retries
 _connect_lock = threading.Lock()
+# Ray starts a local cluster's processes with a parent-death signal, which Linux sends when the
+# *thread* that started them exits: start it on one thread that lives as long as the process.
+_CONNECTOR = ThreadPoolExecutor(1, thread_name_prefix="ray-connect")
 
 
 class RayRunner:
@@ -126,7 +130,8 @@ class RayRunner:
         if ray.is_initialized():
             return ray
         try:
-            await asyncio.wait_for(asyncio.to_thread(_connect, self.settings.ray_address), CONNECT_TIMEOUT_S)
+            connecting = asyncio.get_running_loop().run_in_executor(_CONNECTOR, _connect, self.settings.ray_address)
+            await asyncio.wait_for(connecting, CONNECT_TIMEOUT_S)
         except (ConnectionError, TimeoutError, RuntimeError) as exc:
             where = self.settings.ray_address or "a local cluster"
             raise AgentFailure(
