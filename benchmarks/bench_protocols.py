@@ -27,7 +27,6 @@ import sys
 import tempfile
 import textwrap
 import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +34,8 @@ import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+from _timing import percentile, timed  # noqa: E402
+
 from _services.ports import free_port, stop, wait_for_port  # noqa: E402
 
 QUESTION = "echo: hello"
@@ -63,19 +64,6 @@ FLOOR_HTTP = textwrap.dedent(
     """
 )
 
-Timed = Callable[[], Awaitable[Any]]
-
-
-async def timed(call: Timed, runs: int, warm: int = 3) -> list[float]:
-    for _ in range(warm):
-        await call()
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        await call()
-        times.append((time.perf_counter() - start) * 1000)
-    return times
-
 
 def spawn(args: list[str], port: int, data_dir: Path) -> subprocess.Popen[bytes]:
     env = {**os.environ, **ENV, "CONCERTO_DATA_DIR": str(data_dir)}
@@ -94,9 +82,9 @@ async def in_process(runs: int) -> list[float]:
 
         async def call() -> None:
             result = await orchestrator.ask(QUESTION)
-            assert result.response == 'Echo: "hello"', result
+            assert getattr(result, "response", None) == 'Echo: "hello"', result
 
-        return await timed(call, runs)
+        return await timed(call, runs, warmup=3)
 
 
 async def python_api(runs: int) -> list[float]:
@@ -104,10 +92,10 @@ async def python_api(runs: int) -> list[float]:
 
     async def call() -> None:
         result = await asyncio.to_thread(concerto.ask, QUESTION)
-        assert result.response == 'Echo: "hello"', result
+        assert getattr(result, "response", None) == 'Echo: "hello"', result
 
     try:
-        return await timed(call, runs)
+        return await timed(call, runs, warmup=3)
     finally:
         concerto.api.close()
 
@@ -122,7 +110,7 @@ async def mcp_session_times(open_session: Any, tool: str, arguments: dict[str, A
             result = await session.call_tool(tool, arguments)
             assert not result.isError, result
 
-        return await timed(call, runs)
+        return await timed(call, runs, warmup=3)
 
 
 async def mcp_stdio(runs: int, data_dir: Path, floor: bool = False) -> list[float]:
@@ -160,7 +148,7 @@ async def http_ask(base: str, runs: int) -> list[float]:
             response = await client.post("/v1/ask", json={"query": QUESTION})
             assert response.status_code == 200, response.text
 
-        return await timed(call, runs)
+        return await timed(call, runs, warmup=3)
 
 
 async def openai_chat(base: str, runs: int, stream: bool) -> list[float]:
@@ -179,7 +167,7 @@ async def openai_chat(base: str, runs: int, stream: bool) -> list[float]:
         assert 'Echo: "hello"' in text, text
 
     try:
-        return await timed(call, runs)
+        return await timed(call, runs, warmup=3)
     finally:
         await client.close()
 
@@ -220,15 +208,14 @@ async def a2a_send(base: str, runs: int) -> list[float]:
                 (text,) = get_text_parts(items[-1].task.artifacts[0].parts)
                 assert text == 'Echo: "hello"', text
 
-            return await timed(call, runs)
+            return await timed(call, runs, warmup=3)
 
 
 # -- the run ------------------------------------------------------------------------------
 
 
 def summary(times: list[float]) -> tuple[float, float]:
-    ordered = sorted(times)
-    return statistics.median(ordered), ordered[max(0, int(len(ordered) * 0.95) - 1)]
+    return statistics.median(times), percentile(times, 0.95)
 
 
 async def main(runs: int, in_flight: int, output: Path) -> None:

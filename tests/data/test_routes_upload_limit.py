@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from _services.ports import free_port
+from _services.serve import running_serve
 
 LIMIT_MB = 64
 TWO_GB = 2 * 2**30
@@ -52,33 +50,15 @@ class Server:
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     if not Path("/proc/self/status").exists():
         pytest.skip("reads the server's memory from /proc (Linux)")
-    port = free_port()
     data = tmp_path_factory.mktemp("data")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CONCERTO_")}
+    env = {k: None for k in os.environ if k.startswith("CONCERTO_")}
     env |= {"CONCERTO_DATA_DIR": str(data), "CONCERTO_DATA_MAX_FILE_MB": str(LIMIT_MB), "CONCERTO_AGENTS": "echo"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "concerto.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:  # ready, not only alive: the router's model loads in the background at start,
-            try:  # and its memory must not count as the upload's
-                if httpx.get(f"{base}/ready", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline and proc.poll() is None, "concerto serve did not get ready"
-            time.sleep(0.2)
+    # ready, not only alive: the router's model loads in the background at start
+    with running_serve(env, ready="/ready") as served:
+        base = served.base
         assert httpx.get(f"{base}/v1/data/limits").json() == {"max_file_bytes": LIMIT_MB * 2**20}
         assert httpx.get(f"{base}/v1/data/sources").json() == []  # the store opened: its imports are not the upload's
-        yield Server(base, proc.pid, data)
-    finally:
-        proc.terminate()
-        proc.wait(10)
+        yield Server(base, served.process.pid, data)
 
 
 def two_gb(sent: list[int]) -> Iterator[bytes]:

@@ -6,11 +6,7 @@ data part, a context's earlier answers)."""
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
-import sys
 import tempfile
-import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -36,7 +32,7 @@ from a2a.utils.constants import TransportProtocol
 from a2a.utils.proto_utils import validate_proto_required_fields
 from google.protobuf.json_format import MessageToDict
 
-from _services.ports import free_port
+from _services.serve import running_serve
 from concerto.agents.base import Agent, AgentContext, AgentInfo, AgentResult
 from concerto.agents.registry import AgentRegistry
 from concerto.contracts.events import Event
@@ -53,29 +49,10 @@ A2A_VERSION = {"A2A-Version": "1.0"}
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """`concerto serve` with the echo agent alone, on a free loopback port."""
-    port = free_port()
-    env = {**os.environ, "CONCERTO_DATA_DIR": str(tmp_path_factory.mktemp("data")), "CONCERTO_AGENTS": "echo"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "concerto.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{base}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise AssertionError(proc.stdout.read().decode() if proc.stdout else "server died") from None
-                time.sleep(0.2)
-        yield base
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    with running_serve(
+        {"CONCERTO_DATA_DIR": str(tmp_path_factory.mktemp("data")), "CONCERTO_AGENTS": "echo"}
+    ) as served:
+        yield served.base
 
 
 @asynccontextmanager

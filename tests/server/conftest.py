@@ -10,18 +10,14 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
 import pytest
 
-from _services.ports import free_port
+from _services.serve import running_serve
 
 CHROMIUM = Path(os.environ.get("CONCERTO_CHROMIUM", "/usr/bin/chromium"))
 ARGS = [
@@ -38,33 +34,11 @@ DESKTOP = {"width": 1280, "height": 900}
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """`concerto serve` with every pack, no Prometheus configured, in a data dir of its own."""
-    port = free_port()
-    data = tmp_path_factory.mktemp("data")
-    env = {**os.environ, "CONCERTO_DATA_DIR": str(data)}
-    env.pop("CONCERTO_AGENTS", None)
-    for name in ("CONCERTO_PROMETHEUS_URL", "CONCERTO_GRAFANA_URL"):  # the agents view shows metrics as unavailable
-        env.pop(name, None)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "concerto.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{base}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise AssertionError(proc.stdout.read().decode() if proc.stdout else "server died") from None
-                time.sleep(0.2)
-        yield base
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    env = {"CONCERTO_DATA_DIR": str(tmp_path_factory.mktemp("data")), "CONCERTO_AGENTS": None}
+    # the agents view shows metrics as unavailable
+    env |= {"CONCERTO_PROMETHEUS_URL": None, "CONCERTO_GRAFANA_URL": None}
+    with running_serve(env) as served:
+        yield served.base
 
 
 @pytest.fixture(scope="module")
