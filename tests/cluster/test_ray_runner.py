@@ -64,10 +64,11 @@ def execute(runner: RayRunner, plan: OrchestrationPlan, registry: AgentRegistry)
     resources = Resources(settings)
     instances = {n: registry.get(n)(settings, resources) for n in registry.names()}
     events = EventStream("q")
+    query = make_context().query  # one question for every task of the plan, as the engine does
 
     def context(task, agent, deps):  # type: ignore[no-untyped-def]
         made = make_context(settings=settings, resources=resources, agent=agent)
-        made.task_id, made.previous_results, made._emit = task.task_id, deps, events.agent_emit
+        made.query, made.task_id, made.previous_results, made._emit = query, task.task_id, deps, events.agent_emit
         return made
 
     executor = Executor(instances.__getitem__, runner=runner)
@@ -188,3 +189,41 @@ async def test_a_question_answered_on_the_cluster_is_the_same_as_in_process(
     ]
     assert untimed[0] == untimed[1]
     assert answers["ray"].response == answers["local"].response
+
+
+class Table(fake_agent("table")):  # type: ignore[misc, valid-type]
+    """Returns a table of 20,000 rows (about 1 MB pickled)."""
+
+    async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
+        rows = [{"id": i, "amount": i * 0.5, "region": f"r{i % 7}"} for i in range(20_000)]
+        return AgentResult(output={"rows": rows}, summary="20,000 rows")
+
+
+class Reader(fake_agent("reader")):  # type: ignore[misc, valid-type]
+    """Reads the earlier table from its context and from its payload."""
+
+    async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
+        (earlier,) = context.previous_results
+        (given,) = payload["previous_results"]
+        same = earlier.output["rows"] == given["result"]["rows"]
+        total = sum(row["amount"] for row in earlier.output["rows"])
+        return AgentResult(output={"rows": len(earlier.output["rows"]), "same": same, "total": total})
+
+
+@pytest.mark.parametrize("placement", ["actor", "task"])
+def test_a_dependent_task_reads_an_earlier_table_from_the_object_store(placement: str) -> None:
+    runner = RayRunner(Settings(), placement=lambda info: placement)
+    plan = OrchestrationPlan(tasks=[one("table", task_id="T"), one("reader", task_id="R", depends_on=["T"])])
+    (table, reader), events = execute(runner, plan, AgentRegistry([Table, Reader]))
+    assert len(table.output["rows"]) == 20_000  # the driver has the output for the answer
+    assert reader.output == {"rows": 20_000, "same": True, "total": sum(i * 0.5 for i in range(20_000))}
+    by_reference = [e for e in events.events if e.source == "reader" and "object store" in e.title]
+    assert [e.title for e in by_reference] == ["Read 1 earlier result(s) from the object store"]
+
+
+def test_an_earlier_result_from_this_process_is_sent_as_a_copy() -> None:
+    runner = RayRunner(Settings(), placement=lambda info: "never" if info.name == "table" else "actor")
+    plan = OrchestrationPlan(tasks=[one("table", task_id="T"), one("reader", task_id="R", depends_on=["T"])])
+    (_, reader), events = execute(runner, plan, AgentRegistry([Table, Reader]))
+    assert reader.output["rows"] == 20_000 and reader.output["same"]
+    assert not [e for e in events.events if "object store" in e.title]

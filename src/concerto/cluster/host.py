@@ -19,10 +19,11 @@ import asyncio
 import contextlib
 import pickle
 from collections.abc import AsyncGenerator, Iterator
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from concerto.agents.base import Agent, AgentContext
+from concerto.agents.base import Agent, AgentContext, AgentResult
 from concerto.contracts.dispatch import AgentDispatchResponse
 from concerto.contracts.events import EventType
 from concerto.contracts.orchestrator import OrchestratorInput
@@ -31,6 +32,16 @@ from concerto.settings import Settings
 
 Item = tuple[Any, ...]
 _DONE = object()
+
+
+@dataclass(frozen=True)
+class Earlier:
+    """An earlier task's response sent by reference: the response without its output, and the
+    object (in Ray's object store) holding the `("output", output)` item its worker yielded.
+    A dependent's worker reads the output from the store; it does not travel in the call."""
+
+    response: AgentDispatchResponse
+    output: Any  # ray.ObjectRef
 
 
 class AgentHost:
@@ -50,10 +61,15 @@ class AgentHost:
         query: OrchestratorInput,
         now: datetime,
         task_id: str,
-        previous_results: list[AgentDispatchResponse],
+        previous_results: list[AgentDispatchResponse | Earlier],
     ) -> AsyncGenerator[Item, None]:
-        """Run the agent once; yield its events as they happen, then its result or exception."""
+        """Run the agent once; yield its events as they happen, then its output (an item of its
+        own, which the driver keeps by reference for dependent tasks) and its result, or the
+        exception it raised."""
         queue: asyncio.Queue[Any] = asyncio.Queue()
+        earlier, payload, shipped = await _resolve(previous_results, payload)
+        if shipped:
+            yield ("event", EventType.THINKING, f"Read {shipped} earlier result(s) from the object store", {}, 4)
 
         async def emit(
             type: EventType, title: str, details: dict[str, Any], step: int, agent: str, task_id: str
@@ -68,7 +84,7 @@ class AgentHost:
             llm=self.llm,
             task_id=task_id,
             agent=self.agent.info.name,
-            previous_results=previous_results,
+            previous_results=earlier,
             _emit=emit,
         )
         work = asyncio.ensure_future(self.agent.run(context, payload))
@@ -80,7 +96,14 @@ class AgentHost:
                 if (item := queue.get_nowait()) is not _DONE:
                     yield item
             exc = work.exception()
-            yield ("result", work.result()) if exc is None else ("raise", _sendable(exc))
+            if exc is not None:
+                yield ("raise", _sendable(exc))
+                return
+            result = work.result()
+            if isinstance(result, AgentResult):
+                yield ("output", result.output)
+                result = result.model_copy(update={"output": {}})
+            yield ("result", result)
         finally:
             if not work.done():  # the stream was cancelled (the task's timeout, the deadline)
                 work.cancel()
@@ -123,6 +146,29 @@ def run_task(cls: type[Agent], settings: Settings, *args: Any) -> Iterator[Item]
             loop.run_until_complete(stream.aclose())
             loop.run_until_complete(host.aclose())
         loop.close()
+
+
+async def _resolve(
+    previous: list[AgentDispatchResponse | Earlier], payload: dict[str, Any]
+) -> tuple[list[AgentDispatchResponse], dict[str, Any], int]:
+    """The earlier results with their outputs read from the object store, in the context and in
+    the payload's `previous_results`; and how many were read."""
+    shipped = [p for p in previous if isinstance(p, Earlier)]
+    if not shipped:
+        return [p for p in previous if isinstance(p, AgentDispatchResponse)], payload, 0
+    items = await asyncio.gather(*(p.output for p in shipped))
+    outputs = {p.response.task_id: item[1] for p, item in zip(shipped, items, strict=True)}
+    earlier = [
+        p.response.model_copy(update={"output": outputs[p.response.task_id]}) if isinstance(p, Earlier) else p
+        for p in previous
+    ]
+    if isinstance(payload.get("previous_results"), list):
+        filled = [
+            {**p, "result": outputs[p["task_id"]]} if isinstance(p, dict) and p.get("task_id") in outputs else p
+            for p in payload["previous_results"]
+        ]
+        payload = {**payload, "previous_results": filled}
+    return earlier, payload, len(shipped)
 
 
 def _sendable(exc: BaseException) -> BaseException:

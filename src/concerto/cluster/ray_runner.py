@@ -11,7 +11,10 @@ An agent declares where it runs (`AgentInfo.remote`):
   kept, so the agent's state (an embedding model, fitted models, database connections)
   serves every question; a call goes to the replica with the fewest calls in flight.
 
-Events stream back while the agent works (a Ray streaming generator). When the executor
+Events stream back while the agent works (a Ray streaming generator). The agent's output is an
+item of its own in that stream, so it lands in Ray's object store owned by this process: a
+dependent task that also runs on the cluster receives it by reference (its worker reads it
+from the store), not as a copy in the call. When the executor
 cancels a task (its timeout, the deadline, the caller leaving), the Ray task is cancelled.
 A worker that dies mid-task is the task's failure (`worker_died`, kind `error`, so a
 fallback runs where the plan has one; Ray does not retry it); an actor is restarted by Ray for the next call. A
@@ -31,18 +34,21 @@ import os
 import socket
 import sys
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import urlsplit
 
 from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentInfo, AgentResult
-from concerto.cluster.host import AgentHost, run_task
+from concerto.cluster.host import AgentHost, Earlier, run_task
 from concerto.contracts.common import ErrorKind
+from concerto.contracts.dispatch import AgentDispatchResponse
 from concerto.settings import Settings
 
 NAMESPACE = "concerto"
 CONNECT_TIMEOUT_S = 60.0  # starting a local cluster takes about 4 s here
+KEPT_OUTPUTS = 256  # task outputs kept in the object store for dependents, newest first
 REACH_TIMEOUT_S = 3.0  # a TCP connect to the cluster's address, before Ray's own 30 s retries
 _connect_lock = threading.Lock()
 # Ray starts a local cluster's processes with a parent-death signal, which Linux sends when the
@@ -59,13 +65,16 @@ class RayRunner:
         self._actors: dict[type[Agent], list[Any]] = {}
         self._in_flight: dict[Any, int] = {}
         self._task: Any = None
+        # (query id, task id) -> the object holding that task's output, for its dependents
+        self._outputs: OrderedDict[tuple[str, str], Any] = OrderedDict()
 
     async def __call__(self, agent: Agent, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
         mode = self.placement(agent.info)
         if mode == "never":
             return await agent.run(context, payload)
         ray = await self._connect(agent.info.name)
-        args = (payload, context.query, context.now, context.task_id, context.previous_results)
+        previous, payload = self._by_reference(context, payload)
+        args = (payload, context.query, context.now, context.task_id, previous)
         host = None
         if mode == "actor":
             host = self._replica(type(agent))
@@ -73,13 +82,19 @@ class RayRunner:
             stream = host.run.options(num_returns="streaming").remote(*args)
         else:
             stream = self._task_fn(ray).remote(type(agent), self.settings, *args)
+        output: tuple[Any, Any] | None = None  # the output's object and value
         try:
             async for ref in stream:
                 item = await ref
                 if item[0] == "event":
                     await context.emit(item[1], item[2], item[3], item[4])
+                elif item[0] == "output":
+                    output = (ref, item[1])
                 elif item[0] == "result":
                     result: AgentResult = item[1]
+                    if output is not None:
+                        self._keep((context.query.query_id, context.task_id), output[0])
+                        result = result.model_copy(update={"output": output[1]})
                     return result
                 else:
                     raise item[1]
@@ -104,6 +119,37 @@ class RayRunner:
                 ray.kill(handle)
         self._actors.clear()
         self._in_flight.clear()
+
+    def _by_reference(
+        self, context: AgentContext, payload: dict[str, Any]
+    ) -> tuple[list[AgentDispatchResponse | Earlier], dict[str, Any]]:
+        """The earlier results a shipped task receives: those that ran on the cluster by reference
+        (their outputs stay in the object store, not copied into the call, neither in the context
+        nor in the payload's `previous_results`); the others as they are."""
+        qid = context.query.query_id
+        found = {d.task_id: self._outputs.get((qid, d.task_id)) for d in context.previous_results}
+        refs = {task_id: ref for task_id, ref in found.items() if ref is not None}
+        if not refs:
+            return list(context.previous_results), payload
+        previous: list[AgentDispatchResponse | Earlier] = [
+            Earlier(d.model_copy(update={"output": {}}), refs[d.task_id]) if d.task_id in refs else d
+            for d in context.previous_results
+        ]
+        if isinstance(payload.get("previous_results"), list):
+            stripped = [
+                {**p, "result": None} if isinstance(p, dict) and p.get("task_id") in refs else p
+                for p in payload["previous_results"]
+            ]
+            payload = {**payload, "previous_results": stripped}
+        return previous, payload
+
+    def _keep(self, key: tuple[str, str], ref: Any) -> None:
+        """Remember a task's output object for its dependents (the newest `KEPT_OUTPUTS`; a
+        forgotten one is freed by Ray, and a later dependent gets a copy instead)."""
+        self._outputs[key] = ref
+        self._outputs.move_to_end(key)
+        while len(self._outputs) > KEPT_OUTPUTS:
+            self._outputs.popitem(last=False)
 
     def _replica(self, cls: type[Agent]) -> Any:
         """The actor of `cls` with the fewest calls in flight (the replicas built on first use)."""
