@@ -3,15 +3,14 @@ Last-Event-ID without losing or repeating an event; the run goes on without read
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
+from _services.sse import read_stream
 from concerto.agents.loader import load_registry
 from concerto.agents.registry import AgentRegistry
 from concerto.orchestrator.engine import Orchestrator
@@ -33,19 +32,6 @@ def client(tmp_path: Path) -> Iterator[TestClient]:
     orch = Orchestrator(Settings(data_dir=tmp_path, store_events=False), registry=registry)
     with TestClient(create_app(orchestrator=orch)) as c:
         yield c
-
-
-def read_stream(client: TestClient, url: str, **headers: str) -> list[tuple[str, str, dict[str, Any]]]:
-    """(event, id, data) of every item of a server-sent event stream, to its end."""
-    with client.stream("GET", url, headers=headers) as response:
-        assert response.status_code == 200
-        assert response.headers["content-type"].startswith("text/event-stream")
-        text = "".join(response.iter_text())
-    items = []
-    for block in text.strip().split("\n\n"):
-        fields = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line)
-        items.append((fields["event"], fields["id"], json.loads(fields["data"])))
-    return items
 
 
 def test_a_run_streams_its_events_then_its_result(client: TestClient) -> None:

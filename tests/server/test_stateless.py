@@ -5,7 +5,6 @@ apps, and readiness. `test_stateless_processes.py` does the same with real proce
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
@@ -16,6 +15,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from _services.ports import dead_url
+from _services.sse import read_stream
 from concerto.agents.base import AgentContext
 from concerto.agents.loader import load_registry
 from concerto.agents.registry import AgentRegistry
@@ -61,18 +61,6 @@ def serve(tmp_path: Path) -> Iterator[Serve]:
             return stack.enter_context(TestClient(create_app(orchestrator=orch)))
 
         yield make
-
-
-def read_stream(client: TestClient, url: str, **headers: str) -> list[tuple[str, str, dict[str, Any]]]:
-    """(event, id, data) of every item of a server-sent event stream, to its end."""
-    with client.stream("GET", url, headers=headers) as response:
-        assert response.status_code == 200, response.read()
-        text = "".join(response.iter_text())
-    items = []
-    for block in text.strip().split("\n\n"):
-        fields = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line)
-        items.append((fields["event"], fields["id"], json.loads(fields["data"])))
-    return items
 
 
 def test_a_run_is_followed_to_its_result_from_an_app_that_did_not_start_it(serve: Serve) -> None:
