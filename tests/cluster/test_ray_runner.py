@@ -21,6 +21,7 @@ from _services.ray import RayCluster
 from concerto.agents.base import AgentContext, AgentResult
 from concerto.agents.registry import AgentRegistry
 from concerto.cluster.ray_runner import RayRunner
+from concerto.cluster.tables import Records
 from concerto.contracts.common import ErrorKind, ExecutionStatus
 from concerto.contracts.events import EventType
 from concerto.contracts.orchestrator import OrchestratorErrorResponse, OrchestratorOutput
@@ -219,6 +220,12 @@ def test_a_dependent_task_reads_an_earlier_table_from_the_object_store(placement
     assert reader.output == {"rows": 20_000, "same": True, "total": sum(i * 0.5 for i in range(20_000))}
     by_reference = [e for e in events.events if e.source == "reader" and "object store" in e.title]
     assert [e.title for e in by_reference] == ["Read 1 earlier result(s) from the object store"]
+    import ray
+
+    (stored,) = [ref for (_, task_id), ref in runner._outputs.items() if task_id == "T"]
+    kind, output = ray.get(stored)  # the table travelled as Arrow, not as 20,000 dicts
+    assert kind == "output" and isinstance(output["rows"], Records)
+    assert output["rows"].table.num_rows == 20_000 and output["rows"].table.column_names == ["id", "amount", "region"]
 
 
 def test_an_earlier_result_from_this_process_is_sent_as_a_copy() -> None:

@@ -3,10 +3,11 @@ back as they happen.
 
 `AgentHost` holds an agent built from the driver's settings, with resources and an LLM client
 of its own (a worker shares nothing with the driver's process). `run` is an async generator:
-it yields `("event", type, title, details, step)` while the agent works, then `("result",
-AgentResult)` or `("raise", exception)` — the agent's own exception, so the driver's executor
-reports it exactly as it does in process. Ray turns the generator into a stream of objects
-(`num_returns="streaming"`), so events reach the driver while the task runs; cancelling the
+it yields `("event", type, title, details, step)` while the agent works, then `("output",
+output)` (its tables as Arrow, `tables.pack`) and `("result", AgentResult)`, or `("raise",
+exception)`: the agent's own exception, so the driver's executor reports it exactly as it
+does in process. Ray turns the generator into a stream of objects (`num_returns="streaming"`),
+so events reach the driver while the task runs; cancelling the
 stream cancels the agent's `run`.
 
 As an actor (`remote: actor`) the host lives across questions, keeping the agent's state
@@ -24,6 +25,7 @@ from datetime import datetime
 from typing import Any
 
 from concerto.agents.base import Agent, AgentContext, AgentResult
+from concerto.cluster.tables import pack, unpack
 from concerto.contracts.dispatch import AgentDispatchResponse
 from concerto.contracts.events import EventType
 from concerto.contracts.orchestrator import OrchestratorInput
@@ -101,7 +103,7 @@ class AgentHost:
                 return
             result = work.result()
             if isinstance(result, AgentResult):
-                yield ("output", result.output)
+                yield ("output", pack(result.output))
                 result = result.model_copy(update={"output": {}})
             yield ("result", result)
         finally:
@@ -157,7 +159,7 @@ async def _resolve(
     if not shipped:
         return [p for p in previous if isinstance(p, AgentDispatchResponse)], payload, 0
     items = await asyncio.gather(*(p.output for p in shipped))
-    outputs = {p.response.task_id: item[1] for p, item in zip(shipped, items, strict=True)}
+    outputs = {p.response.task_id: unpack(item[1]) for p, item in zip(shipped, items, strict=True)}
     earlier = [
         p.response.model_copy(update={"output": outputs[p.response.task_id]}) if isinstance(p, Earlier) else p
         for p in previous

@@ -12,9 +12,9 @@ An agent declares where it runs (`AgentInfo.remote`):
   serves every question; a call goes to the replica with the fewest calls in flight.
 
 Events stream back while the agent works (a Ray streaming generator). The agent's output is an
-item of its own in that stream, so it lands in Ray's object store owned by this process: a
-dependent task that also runs on the cluster receives it by reference (its worker reads it
-from the store), not as a copy in the call. When the executor
+item of its own in that stream, its tables as Arrow (`tables.py`), so it lands in Ray's object
+store owned by this process: a dependent task that also runs on the cluster receives it by
+reference (its worker reads it from the store), not as a copy in the call. When the executor
 cancels a task (its timeout, the deadline, the caller leaving), the Ray task is cancelled.
 A worker that dies mid-task is the task's failure (`worker_died`, kind `error`, so a
 fallback runs where the plan has one; Ray does not retry it); an actor is restarted by Ray for the next call. A
@@ -42,6 +42,7 @@ from urllib.parse import urlsplit
 
 from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentInfo, AgentResult
 from concerto.cluster.host import AgentHost, Earlier, run_task
+from concerto.cluster.tables import unpack
 from concerto.contracts.common import ErrorKind
 from concerto.contracts.dispatch import AgentDispatchResponse
 from concerto.settings import Settings
@@ -89,7 +90,7 @@ class RayRunner:
                 if item[0] == "event":
                     await context.emit(item[1], item[2], item[3], item[4])
                 elif item[0] == "output":
-                    output = (ref, item[1])
+                    output = (ref, unpack(item[1]))
                 elif item[0] == "result":
                     result: AgentResult = item[1]
                     if output is not None:
