@@ -6,7 +6,9 @@ data part, a context's earlier answers)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import tempfile
+import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -32,10 +34,11 @@ from a2a.utils.constants import TransportProtocol
 from a2a.utils.proto_utils import validate_proto_required_fields
 from google.protobuf.json_format import MessageToDict
 
+from _services.ports import dead_url
 from _services.serve import running_serve
 from concerto.agents.base import Agent, AgentContext, AgentInfo, AgentResult
 from concerto.agents.registry import AgentRegistry
-from concerto.contracts.events import Event
+from concerto.contracts.events import Event, EventType
 from concerto.contracts.orchestrator import OrchestratorErrorResponse, OrchestratorOutput
 from concerto.orchestrator.engine import Orchestrator
 from concerto.protocols.a2a_server import EVENT_METADATA, router
@@ -281,17 +284,139 @@ def test_a_message_without_text_or_data_is_refused_before_any_task() -> None:
     assert question(Message(role=Role.ROLE_USER, message_id="m", parts=[new_data_part({"query": "hi"})])).query == "hi"
 
 
-async def test_the_task_store_keeps_the_newest_finished_tasks_only() -> None:
+# -- tasks in the database ------------------------------------------------------------------
+
+
+def counting_agent(events: list[str]) -> type[Agent]:
+    """An agent that counts to five, a step every 0.2 s, noting each step and being stopped."""
+
+    class Counter(Agent):
+        info = AgentInfo(name="counter", description="Counts slowly to five", examples=["count slowly"])
+
+        async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
+            for i in range(1, 6):
+                try:
+                    await asyncio.sleep(0.2)
+                except asyncio.CancelledError:
+                    events.append(f"stopped at {i}")
+                    raise
+                events.append(f"counted {i}")
+                await context.emit(EventType.ACTION, f"counted {i}", {})
+            return AgentResult(summary="counted to five", output={})
+
+    return Counter
+
+
+@asynccontextmanager
+async def processes(data_dir: Path, *agents: type[Agent]) -> AsyncIterator[list[httpx.AsyncClient]]:
+    """Two apps on one data dir (each with its own orchestrator, handler and task store, as two
+    `concerto serve` processes have), an HTTP client for each."""
+    async with contextlib.AsyncExitStack() as stack:
+        clients = []
+        for _ in range(2):
+            settings = Settings(data_dir=data_dir, store_events=False)
+            app = create_app(orchestrator=Orchestrator(settings, registry=AgentRegistry(list(agents))))
+            app.include_router(router())
+            await stack.enter_async_context(app.router.lifespan_context(app))
+            transport = httpx.ASGITransport(app)
+            clients.append(
+                await stack.enter_async_context(httpx.AsyncClient(transport=transport, base_url="http://test"))
+            )
+        yield clients
+
+
+async def sdk(http: httpx.AsyncClient, **config: Any) -> Client:
+    """The SDK's client over `http`, not streaming (`polling=True`: returns once the task exists)."""
+    return await create_client("http://test", ClientConfig(httpx_client=http, streaming=False, **config))
+
+
+async def test_a_task_outlives_the_process_that_answered_it(tmp_path: Path) -> None:
+    greeter = fake_agent("greeter", description="Says hello", examples=["say hello"], summary="Hello!")
+    async with processes(tmp_path, greeter) as (http, _):
+        (item,) = await collect(await sdk(http), ask("say hello"))
+    async with processes(tmp_path, greeter) as (http, _):  # a restart: new processes, same data dir
+        task = await (await sdk(http)).get_task(GetTaskRequest(id=item.task.id))
+    assert task.status.state == TaskState.TASK_STATE_COMPLETED and answer(task)[0] == "Hello!"
+
+
+async def test_a_cancel_sent_to_another_process_stops_the_agent_and_stays(tmp_path: Path) -> None:
+    events: list[str] = []
+    async with processes(tmp_path, counting_agent(events)) as (one, two):
+        running, other = await sdk(one, polling=True), await sdk(two)
+        (item,) = await collect(running, ask("count slowly"))
+        while not events:
+            await asyncio.sleep(0.05)
+        cancelled = await other.cancel_task(CancelTaskRequest(id=item.task.id))
+        assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
+        await asyncio.sleep(1.5)  # longer than the agent takes: had it not stopped, it would have answered
+        assert events[-1].startswith("stopped at") and "counted 5" not in events
+        for client in (running, other):
+            task = await client.get_task(GetTaskRequest(id=item.task.id))
+            assert task.status.state == TaskState.TASK_STATE_CANCELED and not task.artifacts
+
+
+async def test_a_context_started_on_one_process_continues_on_another(tmp_path: Path) -> None:
+    seen: list[AgentContext] = []
+    agent = fake_agent(
+        "counter",
+        description="Counts words",
+        examples=["count words"],
+        summary="Three.",
+        on_run=lambda c, p: seen.append(c),
+    )
+    async with processes(tmp_path, agent) as (one, two):
+        (first,) = await collect(await sdk(one), ask("count words: a b c"))
+        (second,) = await collect(await sdk(two), ask("count words again", context_id=first.task.context_id))
+    assert second.task.context_id == first.task.context_id
+    assert seen[1].query.conversation_history == [
+        {"role": "user", "content": "count words: a b c"},
+        {"role": "assistant", "content": "Three."},
+    ]
+
+
+async def test_the_tasks_are_pruned_by_age_and_by_rows(tmp_path: Path) -> None:
+    from a2a.server.cluster import TaskVersion
     from a2a.server.context import ServerCallContext
+    from a2a.server.models import Base
     from a2a.types import TaskStatus
+    from google.protobuf.timestamp_pb2 import Timestamp
+    from sqlalchemy import func, select
 
-    from concerto.protocols.a2a_server import BoundedTaskStore
+    from concerto.protocols.a2a_tasks import EVENTS_PER_TASK, Tasks
 
-    store, call = BoundedTaskStore(limit=3), ServerCallContext()
-    running = Task(id="running", context_id="c", status=TaskStatus(state=TaskState.TASK_STATE_WORKING))
-    await store.save(running, call)
-    for n in range(5):
-        done = Task(id=f"done-{n}", context_id="c", status=TaskStatus(state=TaskState.TASK_STATE_COMPLETED))
-        await store.save(done, call)
-    kept = [t for t in ["running", *(f"done-{n}" for n in range(5))] if await store.get(t, call)]
-    assert kept == ["running", "done-2", "done-3", "done-4"]  # a running task is never dropped
+    tasks = Tasks()
+    tasks.configure(Settings(data_dir=tmp_path, events_max_rows=4 * EVENTS_PER_TASK, events_max_age_days=1))
+    call = ServerCallContext()
+    ages = [3, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1]  # days: the first is too old, the second one task too many
+    for n, age in enumerate(ages):
+        stamp = Timestamp()
+        stamp.FromSeconds(int(time.time() - age * 86_400))
+        task = Task(
+            id=f"t{n}", context_id="c", status=TaskStatus(state=TaskState.TASK_STATE_COMPLETED, timestamp=stamp)
+        )
+        await tasks.store.save(task, event=None, prev=None, prev_version=TaskVersion.MISSING, context=call)
+    await tasks.prune()
+    kept = [f"t{n}" for n in range(len(ages)) if await tasks.store.get(f"t{n}", call)]
+    assert kept == ["t3", "t4", "t5", "t6"]
+    assert tasks.engine is not None
+    async with tasks.engine.connect() as conn:
+        versions = select(func.count()).select_from(Base.metadata.tables["task_versions"])
+        assert (await conn.execute(versions)).scalar() == 4  # a pruned task's version goes with it
+    await tasks.aclose()
+
+
+async def test_a_database_that_cannot_be_reached_is_an_error_naming_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    down = dead_url().replace("http://", "postgresql://postgres@") + "/db"
+    monkeypatch.setenv("CONCERTO_DATABASE_URL", down)
+    async with processes(tmp_path, fake_agent("greeter", description="Says hello", examples=["say hello"])) as (
+        http,
+        _,
+    ):
+        body = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "any"}}
+        response = await http.post("/a2a", json=body, headers=A2A_VERSION)
+    error = response.json()["error"]
+    where = down.removeprefix("postgresql://postgres@").removesuffix("/db")
+    assert error["code"] == -32603 and "A2A task store" in error["message"] and where in error["message"]
+    assert "Traceback" not in response.text

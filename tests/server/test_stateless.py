@@ -15,6 +15,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from _services.ports import dead_url
+from _services.ray import RayCluster
 from _services.sse import read_stream
 from concerto.agents.base import AgentContext
 from concerto.agents.loader import load_registry
@@ -186,6 +187,13 @@ def test_not_ready_when_the_database_or_the_cluster_cannot_be_reached(
     assert body["checks"]["database"]["ok"] is False and "cannot be reached" in body["checks"]["database"]["detail"]
     assert body["checks"]["cluster"]["ok"] is False and "Ray cluster" in body["checks"]["cluster"]["detail"]
     assert client.get("/health").status_code == 200  # alive all the same
+
+
+def test_ready_when_the_ray_cluster_answers(serve: Serve, ray_cluster: RayCluster) -> None:
+    for address in (ray_cluster.address, ""):  # its address; empty: the cluster this process joined
+        response = serve(executor="ray", ray_address=address).get("/ready")
+        assert response.status_code == 200, response.text
+        assert response.json()["checks"]["cluster"] == {"ok": True, "detail": None}
 
 
 def test_a_database_that_is_down_costs_other_processes_the_run_not_this_one(

@@ -1,6 +1,6 @@
 """Two `concerto serve` processes behind a round-robin proxy (a few lines of ASGI in this file,
-served by uvicorn) serve one event stream and one conversation: sharing one data dir
-(SQLite), and, with separate data dirs, one PostgreSQL database.
+served by uvicorn) serve one event stream, one conversation and the same A2A tasks: sharing
+one data dir (SQLite), and, with separate data dirs, one PostgreSQL database.
 
 Round robin makes every request go to the other process than the one before, and the proxy
 says which one answered (`x-upstream`), so the tests check that a run started on one is
@@ -224,9 +224,77 @@ def serves_one_run_and_one_conversation(proxy: str) -> None:
         assert client.get("/v1/conversations/shared-talk").status_code == 404
 
 
+def a2a(client: httpx.Client, method: str, **params: Any) -> tuple[str, dict[str, Any]]:
+    """One JSON-RPC call to the A2A endpoint: which upstream answered, and its result."""
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    response = client.post("/a2a", json=body, headers={"A2A-Version": "1.0"})
+    assert response.status_code == 200 and "result" in response.json(), response.text
+    return response.headers["x-upstream"], response.json()["result"]
+
+
+def a2a_stream(client: httpx.Client, method: str, **params: Any) -> tuple[str, list[dict[str, Any]]]:
+    """A streaming JSON-RPC call, read to its end: which upstream answered, and each result."""
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    with client.stream("POST", "/a2a", json=body, headers={"A2A-Version": "1.0"}) as response:
+        assert response.headers["content-type"].startswith("text/event-stream"), response.read()
+        text = "".join(response.iter_text())
+        upstream = response.headers["x-upstream"]
+    data = [line.removeprefix("data: ") for line in text.splitlines() if line.startswith("data: ")]
+    return upstream, [json.loads(d)["result"] for d in data]
+
+
+def message(text: str) -> dict[str, Any]:
+    return {"messageId": f"m-{time.monotonic_ns()}", "role": "ROLE_USER", "parts": [{"text": text}]}
+
+
+def serves_a2a_tasks(proxy: str) -> None:
+    """A2A tasks started on one process are followed, read, listed and cancelled on the other."""
+    with httpx.Client(base_url=proxy, timeout=60) as client:
+        started_on, task = a2a(
+            client, "SendMessage", message=message("slowly: count"), configuration={"returnImmediately": True}
+        )
+        assert task["task"]["status"]["state"] in {"TASK_STATE_SUBMITTED", "TASK_STATE_WORKING"}
+        task_id, context_id = task["task"]["id"], task["task"]["contextId"]
+
+        # Subscribed to from the other process while it runs: the rest of its steps, then the answer.
+        followed_on, items = a2a_stream(client, "SubscribeToTask", id=task_id)
+        assert followed_on != started_on
+        assert items[0]["task"]["id"] == task_id  # the snapshot first, as the protocol says
+        updates = [i["statusUpdate"]["status"] for i in items if "statusUpdate" in i]
+        steps = [u["message"]["parts"][0]["text"] for u in updates if "message" in u]
+        assert "slow: counted 5" in steps
+        assert items[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+        (artifact,) = [i["artifactUpdate"]["artifact"] for i in items if "artifactUpdate" in i]
+        assert artifact["parts"][0]["text"] == "counted to five"
+
+        for _ in range(2):  # read on both processes
+            _, done = a2a(client, "GetTask", id=task_id)
+            assert done["status"]["state"] == "TASK_STATE_COMPLETED" and done["artifacts"][0]["name"] == "answer"
+
+        # A second question of the same context, through the other process; both list the two.
+        _, second = a2a(client, "SendMessage", message={**message("echo again"), "contextId": context_id})
+        assert second["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+        for _ in range(2):
+            _, listed = a2a(client, "ListTasks", contextId=context_id)
+            assert {t["id"] for t in listed["tasks"]} == {task_id, second["task"]["id"]}
+
+        # Cancelled on the process that is not running it: the task stays cancelled, with no answer.
+        started_on, slow = a2a(
+            client, "SendMessage", message=message("slowly: count"), configuration={"returnImmediately": True}
+        )
+        cancelled_on, cancelled = a2a(client, "CancelTask", id=slow["task"]["id"])
+        assert cancelled_on != started_on and cancelled["status"]["state"] == "TASK_STATE_CANCELED"
+        time.sleep(1.5)  # longer than the agent takes: had it not stopped, it would have answered
+        for _ in range(2):
+            _, after = a2a(client, "GetTask", id=slow["task"]["id"])
+            assert after["status"]["state"] == "TASK_STATE_CANCELED" and not after.get("artifacts")
+
+
 def test_two_processes_sharing_one_data_dir(cluster: Callable[..., str], tmp_path: Path) -> None:
     shared = tmp_path / "data"
-    serves_one_run_and_one_conversation(cluster([shared, shared]))
+    proxy = cluster([shared, shared])
+    serves_one_run_and_one_conversation(proxy)
+    serves_a2a_tasks(proxy)
 
 
 def test_two_processes_sharing_one_postgresql_database(
@@ -237,9 +305,13 @@ def test_two_processes_sharing_one_postgresql_database(
     url = postgres.url.rsplit("/", 1)[0] + f"/{name}"
     proxy = cluster([tmp_path / "one", tmp_path / "two"], CONCERTO_DATABASE_URL=url)
     serves_one_run_and_one_conversation(proxy)
-    with psycopg.connect(url) as con:  # the runs, events and turns are in the database
+    serves_a2a_tasks(proxy)
+    with psycopg.connect(url) as con:  # the runs, events, turns and A2A tasks are in the database
         counts = con.execute(
-            "SELECT (SELECT count(*) FROM concerto_log.runs), (SELECT count(*) FROM concerto_log.events)"
+            "SELECT (SELECT count(*) FROM concerto_log.runs), (SELECT count(*) FROM concerto_log.events), "
+            "(SELECT count(*) FROM concerto_a2a.tasks)"
         ).fetchone()
-    assert counts is not None and counts[0] == 1 and counts[1] > 10
-    assert not (tmp_path / "one" / "events.sqlite").exists()  # nothing in the data dirs
+    assert counts is not None and counts[0] == 1 and counts[1] > 10 and counts[2] == 3
+    for data_dir in ("one", "two"):  # nothing in the data dirs
+        assert not (tmp_path / data_dir / "events.sqlite").exists()
+        assert not (tmp_path / data_dir / "a2a.sqlite").exists()

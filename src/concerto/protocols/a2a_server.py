@@ -11,35 +11,33 @@ answered tasks of the same context are the question's `conversation_history`.
 
 The SDK speaks the protocol (routing, validation, task store, streams, errors in JSON-RPC's
 shape); this module only translates between its tasks and the one orchestrator of the app
-(`app.state.orchestrator`), reached through the call context of each request. Tasks live
-in memory (the newest 1,000 finished ones; issue 19 moves state to a database).
+(`app.state.orchestrator`), reached through the call context of each request. Tasks live in
+the configured database (`a2a_tasks.py`), so any process of a cluster serves any task.
 """
 
 from __future__ import annotations
 
 import json
-from collections import OrderedDict
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from a2a.helpers import get_data_parts, get_text_parts, new_data_part, new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
-from a2a.server.agent_execution.active_task import TERMINAL_TASK_STATES
+from a2a.server.cluster import VersionedTaskStore
 from a2a.server.context import ServerCallContext
 from a2a.server.events import Event as A2AEvent
 from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.request_handlers.response_helpers import agent_card_to_dict
 from a2a.server.routes import DefaultServerCallContextBuilder, create_jsonrpc_routes, create_rest_routes
-from a2a.server.tasks import InMemoryTaskStore, TaskStore, TaskUpdater
+from a2a.server.tasks import TaskUpdater
 from a2a.types import (
     AgentCapabilities,
     AgentCard,
     AgentInterface,
     AgentSkill,
     ListTasksRequest,
-    ListTasksResponse,
     Message,
     Part,
     Role,
@@ -63,6 +61,7 @@ from starlette.routing import Route
 from concerto.contracts.events import Event
 from concerto.contracts.orchestrator import OrchestratorErrorResponse, OrchestratorInput
 from concerto.orchestrator.engine import validation_message
+from concerto.protocols.a2a_tasks import Tasks
 
 if TYPE_CHECKING:
     from starlette.routing import BaseRoute
@@ -74,7 +73,6 @@ A2A_PATH = "/a2a"
 CARD_PATH = AGENT_CARD_WELL_KNOWN_PATH
 ANSWER_ARTIFACT = "answer"
 EVENT_METADATA = "concerto_event"  # key of a status update's metadata holding the Event contract
-MAX_FINISHED_TASKS = 1000  # finished tasks kept in memory (the oldest are dropped)
 MAX_HISTORY_TASKS = 10  # earlier tasks of a context read back as conversation history
 MODES = ["text/plain", "application/json"]
 _ORCHESTRATOR = "concerto.orchestrator"  # key of the call context's state
@@ -84,21 +82,25 @@ ASK_SKILL = AgentSkill(id="ask", name="ask", description="Any question; no agent
 
 def router() -> APIRouter:
     """The card and the A2A routes, with a task store and request handler of their own (one
-    per app); the handler's running tasks are drained when the app shuts down."""
-    store = BoundedTaskStore()
+    per app, the store on the app's database); the handler's running tasks are drained when
+    the app shuts down."""
+    tasks = Tasks()
     handler = _Handler(
-        agent_executor=ConcertoExecutor(store),
-        task_store=store,
+        agent_executor=ConcertoExecutor(tasks.store),
+        task_store=tasks.store,
         agent_card=agent_card("http://localhost/", []),
+        event_stream=tasks.stream,
     )
     context = _CallContext()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        tasks.configure(app.state.orchestrator.settings)
         try:
             yield
         finally:
             await handler.aclose()
+            await tasks.aclose()
 
     api = APIRouter(lifespan=lifespan)
 
@@ -187,7 +189,7 @@ def question(message: Message, query_id: str | None = None) -> OrchestratorInput
 class ConcertoExecutor(AgentExecutor):
     """Runs a task's question through the app's orchestrator and reports it as A2A events."""
 
-    def __init__(self, store: TaskStore) -> None:
+    def __init__(self, store: VersionedTaskStore) -> None:
         self.store = store
         self._cancelled: set[str] = set()
 
@@ -246,35 +248,6 @@ class ConcertoExecutor(AgentExecutor):
                 turns.append({"role": "user", "content": "\n".join(get_text_parts(asked.parts))})
                 turns.append({"role": "assistant", "content": "\n".join(get_text_parts(answer.parts))})
         return turns
-
-
-class BoundedTaskStore(TaskStore):
-    """The SDK's in-memory store, keeping the newest `limit` finished tasks (older ones are
-    deleted as new ones finish), so a long-running server does not grow without bound."""
-
-    def __init__(self, limit: int = MAX_FINISHED_TASKS) -> None:
-        self.inner = InMemoryTaskStore()
-        self.limit = limit
-        self._finished: OrderedDict[str, ServerCallContext] = OrderedDict()
-
-    async def save(self, task: Task, context: ServerCallContext) -> None:
-        await self.inner.save(task, context)
-        if task.status.state in TERMINAL_TASK_STATES:
-            self._finished[task.id] = context
-            self._finished.move_to_end(task.id)
-            while len(self._finished) > self.limit:
-                oldest, owner = self._finished.popitem(last=False)
-                await self.inner.delete(oldest, owner)
-
-    async def get(self, task_id: str, context: ServerCallContext) -> Task | None:
-        return await self.inner.get(task_id, context)
-
-    async def list(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
-        return await self.inner.list(params, context)
-
-    async def delete(self, task_id: str, context: ServerCallContext) -> None:
-        self._finished.pop(task_id, None)
-        await self.inner.delete(task_id, context)
 
 
 class _Handler(DefaultRequestHandler):
