@@ -273,8 +273,9 @@ async def main(runs: int, in_flight: int, output: Path) -> None:
         "client's round trip minus the in-process baseline measured here, so it is the transport plus "
         "the protocol's layer (the floors show each transport alone; about 1 ms either way is within "
         "this run's noise). The streaming OpenAI call sends every event of the question as a chunk, and "
-        "A2A's SendMessage turns every event into a task status update kept in the SDK's task store "
-        "before it returns the task.",
+        "A2A's SendMessage writes the task to the shared log (SQLite in the data dir here) at each change "
+        "before it returns it: created, its events as status updates (those within 50 ms of each other in one), "
+        "the answer, completed; five transactions for this question, so that any process can serve the task.",
         "",
         f"{in_flight} questions in flight at once through the OpenAI endpoint (non-streaming, one "
         f"`concerto serve`): {answered} answered, {errors} errors, {wall:.2f} s wall.",

@@ -1,11 +1,16 @@
-"""Ray benchmark (issue 19): what the Ray executor backend adds per task, the throughput of
-CPU-heavy questions on 1 and 2 Ray workers here, and the projection to N machines.
+"""Ray benchmark (issue 19): what the Ray executor backend adds per task, how a table travels
+from one task to a dependent one, the throughput of CPU-heavy questions on 1 and 2 Ray
+workers here, and the projection to N machines.
 
 - overhead: one no-op agent (`concerto.testing.fake_agent`) run `--runs` times, one
   single-task plan after another, through `Executor.execute`: in process, as a Ray task and on
   a Ray actor; beside them the floors, a plain `await agent.run(...)` (no executor) and a bare
   Ray streaming-generator call that yields one item (Ray's own cost, on an actor and as a task).
   Median and p95 per task; "added by Ray" is the Ray median minus the in-process median.
+- tables: a table of 1,000, 20,000 and 100,000 records from one shipped task to a dependent
+  one: copied into the dependent's call, by reference as pickled records, by reference as
+  Arrow (Concerto's way), and the whole two-task plan in process and on Ray actors; the bytes
+  pickled in band and out of band.
 - throughput: the commercial pack's causal_impact on `--rows` rows (the built-in data set as
   bench_commercial.py builds it), `--in-flight` questions at once through `Orchestrator.ask`,
   `--rounds` times, in process and on Ray with 1 and 2 replicas (actors); every answer must be
@@ -16,7 +21,7 @@ CPU-heavy questions on 1 and 2 Ray workers here, and the projection to N machine
 The projection to N machines of c cores is written from the measured numbers (kept in the
 results file, so one part can be measured again alone).
 
-    .venv/bin/python benchmarks/bench_ray.py [--parts overhead,throughput] [--runs 200]
+    .venv/bin/python benchmarks/bench_ray.py [--parts overhead,tables,throughput] [--runs 200] [--table-runs 20]
         [--rows 1000000] [--in-flight 4] [--rounds 3] [--output benchmarks/results/ray.md]
 """
 
@@ -186,6 +191,172 @@ async def overhead(runs: int) -> tuple[list[str], dict[str, float]]:
         "question and settings pickled, the agent's context built on the worker (a task also builds the agent, "
         "its resources and LLM client each time), the result streamed back"
         + (" (below zero: within the noise)." if min(left) < 0 else "."),
+    ]
+    return lines, numbers
+
+
+# -- tables between tasks -----------------------------------------------------------------
+
+
+def _records(rows: int) -> list[dict[str, Any]]:
+    """A table as agents return it: four columns (int, float, a short and a longer text)."""
+    return [{"id": i, "amount": i * 0.5, "region": f"r{i % 7}", "name": f"customer number {i}"} for i in range(rows)]
+
+
+class _Producer:
+    """An actor yielding an output as a stream item (as AgentHost does), packed or not."""
+
+    async def make(self, rows: int, arrow: bool) -> Any:
+        from concerto.cluster.tables import pack
+
+        output = {"data": _records(rows)}
+        yield ("output", pack(output) if arrow else output)
+
+
+class _Consumer:
+    """An actor reading an earlier output: from the object store by reference, or from its call."""
+
+    async def by_reference(self, refs: list[Any]) -> int:
+        from concerto.cluster.tables import unpack
+
+        (item,) = await asyncio.gather(*refs)
+        return len(unpack(item[1])["data"])
+
+    async def copied(self, output: dict[str, Any]) -> int:
+        return len(output["data"])
+
+
+class TableAgent(fake_agent("table")):  # type: ignore[misc]
+    """Returns a table of `parameters["rows"]` records."""
+
+    async def run(self, context: Any, payload: dict[str, Any]) -> Any:
+        from concerto.agents.base import AgentResult
+
+        rows = _records(int(context.query.parameters["rows"]))
+        return AgentResult(output={"data": rows}, summary=f"{len(rows)} rows")
+
+
+class ReaderAgent(fake_agent("reader")):  # type: ignore[misc]
+    """Reads the earlier table (from its context) and counts its rows."""
+
+    async def run(self, context: Any, payload: dict[str, Any]) -> Any:
+        from concerto.agents.base import AgentResult
+
+        (earlier,) = context.previous_results
+        return AgentResult(output={"rows": len(earlier.output["data"])})
+
+
+async def tables(sizes: list[int], runs: int) -> tuple[list[str], dict[str, float]]:
+    """A table from one task to a dependent one: how it travels (copied into the call, or by
+    reference as pickled records, or by reference as Arrow), and the whole two-task plan."""
+    import pickle
+
+    import ray
+    from bench_ray import ReaderAgent, TableAgent, _Consumer, _Producer
+
+    from concerto.agents.base import AgentContext
+    from concerto.agents.registry import AgentRegistry
+    from concerto.cluster.ray_runner import RayRunner
+    from concerto.cluster.tables import pack, unpack
+    from concerto.contracts.dispatch import AgentDispatchResponse
+    from concerto.contracts.orchestrator import OrchestratorInput
+    from concerto.contracts.plan import AgentTask, OrchestrationPlan
+    from concerto.orchestrator.events import EventStream
+    from concerto.orchestrator.executor import Executor
+    from concerto.resources import Resources
+    from concerto.settings import Settings
+
+    producer: Any = ray.remote(num_cpus=0)(_Producer).remote()
+    consumer: Any = ray.remote(num_cpus=0)(_Consumer).remote()
+    tmp = tempfile.TemporaryDirectory(prefix="bench-ray-")
+    settings = Settings(data_dir=Path(tmp.name), store_events=False)
+    resources = Resources(settings)
+    registry = AgentRegistry([TableAgent, ReaderAgent])
+    plan = OrchestrationPlan(
+        tasks=[AgentTask(task_id="T", agent="table"), AgentTask(task_id="R", agent="reader", depends_on=["T"])]
+    )
+    actor_runner = RayRunner(settings, placement=lambda info: "actor")
+
+    def travel(rows: int, how: str) -> Callable[[], Awaitable[Any]]:
+        async def call() -> None:
+            async for ref in producer.make.options(num_returns="streaming").remote(rows, how == "arrow"):
+                output = unpack((await ref)[1])  # the driver reads the output for the answer
+                if how == "copy":
+                    got = await consumer.copied.remote(output)
+                else:
+                    got = await consumer.by_reference.remote([ref])
+                assert got == rows, got
+
+        return call
+
+    def plan_through(rows: int, runner: Any) -> Callable[[], Awaitable[Any]]:
+        executor = Executor(lambda name: registry.get(name)(settings, resources), runner=runner)
+        query = OrchestratorInput(query="table", parameters={"rows": rows})
+
+        async def call() -> None:
+            events = EventStream("q")
+
+            def make_context(task: AgentTask, agent: str, deps: list[AgentDispatchResponse]) -> AgentContext:
+                return AgentContext(
+                    query=query,
+                    now=NOW,
+                    settings=settings,
+                    resources=resources,
+                    task_id=task.task_id,
+                    agent=agent,
+                    previous_results=deps,
+                    _emit=events.agent_emit,
+                )
+
+            _, reader = await executor.execute(plan, make_context, events)
+            assert reader.output == {"rows": rows}, reader
+
+        return call
+
+    lines = [
+        "| rows | pickled records: bytes in band / out of band | as Arrow: in band / out of band "
+        "| copied into the call: ms | by reference, records: ms | by reference, Arrow: ms "
+        "| the two-task plan in process: ms | on Ray actors: ms |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    numbers: dict[str, float] = {}
+    try:
+        for rows in sizes:
+            output = {"data": _records(rows)}
+            sizes_of = []
+            for value in (output, pack(output)):
+                buffers: list[pickle.PickleBuffer] = []
+                in_band = len(pickle.dumps(value, protocol=5, buffer_callback=buffers.append))
+                sizes_of.append((in_band, sum(b.raw().nbytes for b in buffers)))
+            medians = {}
+            for how in ("copy", "records", "arrow"):
+                medians[how] = statistics.median(await timed(travel(rows, how), runs, warmup=3))
+            for key, runner in (("plan_local", None), ("plan_actor", actor_runner)):
+                medians[key] = statistics.median(await timed(plan_through(rows, runner), runs, warmup=3))
+            print(f"tables {rows}: {medians}", file=sys.stderr)
+            numbers |= {f"tables_{rows}_{k}_ms": v for k, v in medians.items()}
+            (plain_in, plain_out), (arrow_in, arrow_out) = sizes_of
+            lines.append(
+                f"| {rows:,} | {plain_in:,} / {plain_out:,} | {arrow_in:,} / {arrow_out:,} | {medians['copy']:.1f} "
+                f"| {medians['records']:.1f} | {medians['arrow']:.1f} | {medians['plan_local']:.1f} "
+                f"| {medians['plan_actor']:.1f} |"
+            )
+    finally:
+        await actor_runner.aclose()
+        ray.kill(producer)
+        ray.kill(consumer)
+        tmp.cleanup()
+    lines += [
+        "",
+        f"Median of {runs} runs each, after 3 not counted. The three middle columns are one table's trip as "
+        "Concerto makes it: a producer actor yields the output as a stream item, this process (the driver) "
+        "reads it for the answer, and a consumer actor reads it: copied into the consumer's call, or by "
+        "reference from the object store as pickled records, or by reference as Arrow (what Concerto does: "
+        "`cluster/tables.py` packs on the worker, unpacks where the output is used). The last two columns are "
+        "the whole plan (a `table` task, then a `reader` task that depends on it) through `Executor.execute`, "
+        "in process and with both agents on Ray actors. Bytes: pickled with protocol 5 as Ray does; out of "
+        "band is what Ray's object store keeps as buffers of their own, which a reader on the same node maps "
+        "without copying.",
     ]
     return lines, numbers
 
@@ -442,8 +613,9 @@ def _previous(output: Path) -> tuple[dict[str, list[str]], dict[str, float]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--parts", default="overhead,throughput", help="Which sections to measure")
+    parser.add_argument("--parts", default="overhead,tables,throughput", help="Which sections to measure")
     parser.add_argument("--runs", type=int, default=200, help="Single-task plans per path (overhead)")
+    parser.add_argument("--table-runs", type=int, default=20, help="Runs per size and path (tables)")
     parser.add_argument("--rows", type=int, default=1_000_000, help="Rows of the built-in data set (throughput)")
     parser.add_argument("--in-flight", type=int, default=4, help="Questions at once (throughput)")
     parser.add_argument("--rounds", type=int, default=3, help="Rounds of questions in flight (throughput)")
@@ -459,6 +631,11 @@ def main() -> None:
             "overhead",
             f"one no-op agent, {args.runs} single-task plans",
             lambda: asyncio.run(overhead(args.runs)),
+        ),
+        "Tables between tasks": (
+            "tables",
+            "a table of 1,000 to 100,000 rows from one task to a dependent one",
+            lambda: asyncio.run(tables([1_000, 20_000, 100_000], args.table_runs)),
         ),
         "Throughput of CPU-heavy questions": (
             "throughput",

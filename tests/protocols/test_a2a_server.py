@@ -41,7 +41,7 @@ from concerto.agents.registry import AgentRegistry
 from concerto.contracts.events import Event, EventType
 from concerto.contracts.orchestrator import OrchestratorErrorResponse, OrchestratorOutput
 from concerto.orchestrator.engine import Orchestrator
-from concerto.protocols.a2a_server import EVENT_METADATA, router
+from concerto.protocols.a2a_server import EVENTS_METADATA, router
 from concerto.server.app import create_app
 from concerto.settings import Settings
 from concerto.testing import fake_agent
@@ -123,13 +123,32 @@ async def test_a_stream_reports_each_step_before_the_answer(server: str) -> None
     assert kinds[0] == "task" and kinds[-1] == "status_update"
     assert kinds.index("artifact_update") == len(kinds) - 2  # every step came before the answer
     steps = [item.status_update for item in items[1:-2]]
-    assert len(steps) >= 5 and all(s.status.state == TaskState.TASK_STATE_WORKING for s in steps)
-    events = [Event.model_validate(MessageToDict(s.metadata)[EVENT_METADATA]) for s in steps]
-    assert all(get_text_parts(s.status.message.parts)[0].endswith(e.title) for s, e in zip(steps, events, strict=True))
-    assert [e.seq for e in events] == sorted(e.seq for e in events)
+    assert steps and all(s.status.state == TaskState.TASK_STATE_WORKING for s in steps)
+    events = []
+    for step in steps:  # one line per event, the events themselves in the metadata
+        batch = [Event.model_validate(e) for e in MessageToDict(step.metadata)[EVENTS_METADATA]]
+        lines = get_text_parts(step.status.message.parts)[0].split("\n")
+        assert len(lines) == len(batch) and all(line.endswith(e.title) for line, e in zip(lines, batch, strict=True))
+        events += batch
+    assert len(events) >= 5 and [e.seq for e in events] == list(range(events[0].seq, events[0].seq + len(events)))
+    assert len(steps) < len(events)  # events close together share an update (one write each)
     artifact = items[-2].artifact_update.artifact
     assert get_text_parts(artifact.parts) == ['Echo: "streamed"']
     assert items[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
+
+
+async def test_steps_apart_in_time_are_updates_of_their_own() -> None:
+    events: list[str] = []
+    async with serving(counting_agent(events)) as http:
+        client = await create_client("http://test", ClientConfig(httpx_client=http))
+        items = await collect(client, ask("count slowly"))
+    texts = [
+        get_text_parts(i.status_update.status.message.parts)
+        for i in items
+        if i.WhichOneof("payload") == "status_update"
+    ]
+    counted = [t[0] for t in texts if t and "counted" in t[0]]
+    assert counted == [f"counter: counted {i}" for i in range(1, 6)]  # 0.2 s apart: each alone, as it happened
 
 
 async def test_a_question_no_agent_answers_fails_the_task_with_the_error_contract(server: str) -> None:
@@ -282,6 +301,8 @@ def test_a_message_without_text_or_data_is_refused_before_any_task() -> None:
     with pytest.raises(InvalidParamsError, match="JSON object"):
         question(Message(role=Role.ROLE_USER, message_id="m", parts=[new_text_part("hi"), new_data_part([1, 2])]))
     assert question(Message(role=Role.ROLE_USER, message_id="m", parts=[new_data_part({"query": "hi"})])).query == "hi"
+    with pytest.raises(InvalidParamsError, match="contextId is 37 characters long; at most 36"):
+        question(Message(role=Role.ROLE_USER, message_id="m", context_id="c" * 37, parts=[new_text_part("hi")]))
 
 
 # -- tasks in the database ------------------------------------------------------------------
@@ -377,31 +398,31 @@ async def test_a_context_started_on_one_process_continues_on_another(tmp_path: P
 async def test_the_tasks_are_pruned_by_age_and_by_rows(tmp_path: Path) -> None:
     from a2a.server.cluster import TaskVersion
     from a2a.server.context import ServerCallContext
-    from a2a.server.models import Base
-    from a2a.types import TaskStatus
-    from google.protobuf.timestamp_pb2 import Timestamp
-    from sqlalchemy import func, select
+    from a2a.types import TaskStatus, TaskStatusUpdateEvent
 
+    from concerto.orchestrator.log import open_log
     from concerto.protocols.a2a_tasks import EVENTS_PER_TASK, Tasks
 
+    settings = Settings(data_dir=tmp_path, events_max_rows=4 * EVENTS_PER_TASK, events_max_age_days=1)
     tasks = Tasks()
-    tasks.configure(Settings(data_dir=tmp_path, events_max_rows=4 * EVENTS_PER_TASK, events_max_age_days=1))
+    tasks.configure(settings)
     call = ServerCallContext()
-    ages = [3, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1]  # days: the first is too old, the second one task too many
-    for n, age in enumerate(ages):
-        stamp = Timestamp()
-        stamp.FromSeconds(int(time.time() - age * 86_400))
-        task = Task(
-            id=f"t{n}", context_id="c", status=TaskStatus(state=TaskState.TASK_STATE_COMPLETED, timestamp=stamp)
+    for n in range(7):
+        status = TaskStatus(state=TaskState.TASK_STATE_COMPLETED)
+        task, event = (
+            Task(id=f"t{n}", context_id="c", status=status),
+            TaskStatusUpdateEvent(task_id=f"t{n}", status=status),
         )
-        await tasks.store.save(task, event=None, prev=None, prev_version=TaskVersion.MISSING, context=call)
+        await tasks.store.save(task, event=event, prev=None, prev_version=TaskVersion.MISSING, context=call)
+    shared = open_log(settings)
+    ages = [3, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1]  # days: the first is too old, the second one task too many
+    aged = [(time.time() - age * 86_400, f"t{n}") for n, age in enumerate(ages)]
+    shared.transaction(lambda x: x("UPDATE a2a_tasks SET updated = ? WHERE task_id = ?", aged, many=True), write=True)
     await tasks.prune()
     kept = [f"t{n}" for n in range(len(ages)) if await tasks.store.get(f"t{n}", call)]
     assert kept == ["t3", "t4", "t5", "t6"]
-    assert tasks.engine is not None
-    async with tasks.engine.connect() as conn:
-        versions = select(func.count()).select_from(Base.metadata.tables["task_versions"])
-        assert (await conn.execute(versions)).scalar() == 4  # a pruned task's version goes with it
+    events = shared.transaction(lambda x: x("SELECT task_id FROM a2a_task_events ORDER BY task_id"), write=False)
+    assert [e[0] for e in events] == kept  # a pruned task's events go with it
     await tasks.aclose()
 
 

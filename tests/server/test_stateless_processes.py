@@ -309,9 +309,8 @@ def test_two_processes_sharing_one_postgresql_database(
     with psycopg.connect(url) as con:  # the runs, events, turns and A2A tasks are in the database
         counts = con.execute(
             "SELECT (SELECT count(*) FROM concerto_log.runs), (SELECT count(*) FROM concerto_log.events), "
-            "(SELECT count(*) FROM concerto_a2a.tasks)"
+            "(SELECT count(*) FROM concerto_log.a2a_tasks)"
         ).fetchone()
     assert counts is not None and counts[0] == 1 and counts[1] > 10 and counts[2] == 3
     for data_dir in ("one", "two"):  # nothing in the data dirs
         assert not (tmp_path / data_dir / "events.sqlite").exists()
-        assert not (tmp_path / data_dir / "a2a.sqlite").exists()

@@ -67,6 +67,10 @@ class _Conflict(Exception):
     """A unique key taken by a concurrent writer (another process appended the same turn)."""
 
 
+class LogConflict(RuntimeError):
+    """A statement of `Log.transaction` broke a unique key (a concurrent writer took it)."""
+
+
 @dataclass(frozen=True)
 class Limits:
     """How much the log keeps."""
@@ -109,6 +113,7 @@ class Log(ABC):
     """The interface: events, runs and turns; a backend supplies `_run` and the table definitions."""
 
     tables: tuple[str, ...]  # CREATE statements, idempotent
+    _create_lock: tuple[str, ...] = ()  # taken before creating a pack's tables (processes starting at once)
 
     def __init__(self, limits: Limits | None = None) -> None:
         self.limits = limits or Limits()
@@ -269,6 +274,23 @@ class Log(ABC):
 
         return self._run(work, write=True)
 
+    # -- tables of packs ------------------------------------------------------------------
+
+    def create_tables(self, statements: Sequence[str]) -> None:
+        """Create a pack's own tables in the log's database (`CREATE TABLE IF NOT EXISTS ...`
+        in the SQL both backends speak), in one transaction."""
+        self._run(lambda x: [x(s) for s in [*self._create_lock, *statements]], write=True)
+
+    def transaction(self, work: Callable[[Exec], T], *, write: bool) -> T:
+        """Run `work` with an executor of statements (`x(sql, params=(), many=False)` returning
+        rows, `?` placeholders), in one transaction when `write`, on the log's one connection:
+        how a pack keeps records of its own beside the log's. Raises LogUnavailable, or
+        LogConflict when a unique key is taken."""
+        try:
+            return self._run(work, write=write)
+        except _Conflict as exc:
+            raise LogConflict(str(exc)) from None
+
     # -- upkeep ---------------------------------------------------------------------------
 
     def ping(self) -> None:
@@ -396,6 +418,8 @@ class SqliteLog(Log):
 
 class PostgresLog(Log):
     """The log in PostgreSQL (`CONCERTO_DATABASE_URL`), schema `concerto_log`."""
+
+    _create_lock = ("SELECT pg_advisory_xact_lock(hashtext('concerto_log'))",)
 
     tables = (
         "CREATE TABLE IF NOT EXISTS events (query_id text, seq bigint, ts double precision, type text, "

@@ -4,9 +4,10 @@ Agents built on other frameworks find Concerto at `/.well-known/agent-card.json`
 it tasks at `/a2a`: JSON-RPC 2.0 (also the 0.3 method names) and the HTTP+JSON binding
 (`/a2a/message:send`, `/a2a/tasks/{id}` ...). A message's text is the question; a data
 part may carry any other `OrchestratorInput` field (`source`, `user_expertise`,
-`parameters` ...). Each transparency event becomes a `working` status update, the answer an
-`answer` artifact (the response as text, the output contract as data) and the task
-completes; an error contract makes the task `failed` with the contract as data. Earlier
+`parameters` ...). The transparency events become `working` status updates (those that come
+within 50 ms of each other share one, `_Steps`), the answer an `answer` artifact (the response
+as text, the output contract as data) and the task completes; an error contract makes the task
+`failed` with the contract as data. Earlier
 answered tasks of the same context are the question's `conversation_history`.
 
 The SDK speaks the protocol (routing, validation, task store, streams, errors in JSON-RPC's
@@ -17,7 +18,9 @@ the configured database (`a2a_tasks.py`), so any process of a cluster serves any
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -72,7 +75,9 @@ if TYPE_CHECKING:
 A2A_PATH = "/a2a"
 CARD_PATH = AGENT_CARD_WELL_KNOWN_PATH
 ANSWER_ARTIFACT = "answer"
-EVENT_METADATA = "concerto_event"  # key of a status update's metadata holding the Event contract
+EVENTS_METADATA = "concerto_events"  # key of a status update's metadata: the Event contracts it reports
+STEP_BATCH_S = 0.05  # events that follow an update within this time go together in the next one
+MAX_ID = 36  # characters of a task or context id the task store keeps
 MAX_HISTORY_TASKS = 10  # earlier tasks of a context read back as conversation history
 MODES = ["text/plain", "application/json"]
 _ORCHESTRATOR = "concerto.orchestrator"  # key of the call context's state
@@ -161,6 +166,9 @@ def question(message: Message, query_id: str | None = None) -> OrchestratorInput
     """The input contract a message carries: its text parts are the question; its data parts
     (JSON objects, merged in order) any other field. Anything invalid is the protocol's
     invalid-params error, naming the field."""
+    for name, value in (("taskId", message.task_id), ("contextId", message.context_id)):
+        if len(value) > MAX_ID:  # the SDK's task tables hold 36 characters (a UUID); PostgreSQL refuses more
+            raise InvalidParamsError(message=f"{name} is {len(value)} characters long; at most {MAX_ID} are kept")
     fields: dict[str, Any] = {}
     for data in get_data_parts(message.parts):
         if not isinstance(data, dict):
@@ -207,21 +215,19 @@ class ConcertoExecutor(AgentExecutor):
             if request.conversation_history is None:
                 history = await self._history(context_id, task_id, context.call_context)
                 request = request.model_copy(update={"conversation_history": history or None})
-            async for item in orchestrator.stream(request):
-                if task_id in self._cancelled:
-                    return
-                if isinstance(item, Event):
-                    text = item.title if item.source == "orchestrator" else f"{item.source}: {item.title}"
-                    await updater.update_status(
-                        TaskState.TASK_STATE_WORKING,
-                        message=updater.new_agent_message([new_text_part(text)]),
-                        metadata={EVENT_METADATA: _json(item)},
-                    )
-                elif isinstance(item, OrchestratorErrorResponse):
-                    await updater.failed(updater.new_agent_message(_parts(item.error_message, item)))
-                else:
-                    await updater.add_artifact(_parts(item.response, item), name=ANSWER_ARTIFACT)
-                    await updater.complete()
+            async with _Steps(updater) as steps:
+                async for item in orchestrator.stream(request):
+                    if task_id in self._cancelled:
+                        return
+                    if isinstance(item, Event):
+                        steps.add(item)
+                        continue
+                    await steps.flush()
+                    if isinstance(item, OrchestratorErrorResponse):
+                        await updater.failed(updater.new_agent_message(_parts(item.error_message, item)))
+                    else:
+                        await updater.add_artifact(_parts(item.response, item), name=ANSWER_ARTIFACT)
+                        await updater.complete()
         except InvalidParamsError as exc:  # checked by the handler already; a task resumed later is not
             await updater.failed(updater.new_agent_message([new_text_part(exc.message)]))
         finally:
@@ -248,6 +254,57 @@ class ConcertoExecutor(AgentExecutor):
                 turns.append({"role": "user", "content": "\n".join(get_text_parts(asked.parts))})
                 turns.append({"role": "assistant", "content": "\n".join(get_text_parts(answer.parts))})
         return turns
+
+
+class _Steps:
+    """A question's events as `working` status updates: the first at once, then those that
+    follow within `STEP_BATCH_S` together in one update (its message one line per event, its
+    metadata the events). Every update is a write to the task store (a database transaction,
+    about 5 ms on SQLite here), so an echo question's twenty events make two writes, while an
+    agent's step that comes seconds after the last still arrives alone and at once."""
+
+    def __init__(self, updater: TaskUpdater) -> None:
+        self.updater = updater
+        self.pending: list[Event] = []
+        self.sent_at = -STEP_BATCH_S
+        self.later: asyncio.Task[None] | None = None
+        self.sending = asyncio.Lock()  # updates go out in the order of their events
+
+    async def __aenter__(self) -> _Steps:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self.later is not None:
+            self.later.cancel()
+
+    def add(self, event: Event) -> None:
+        self.pending.append(event)
+        if self.later is None:
+            wait = self.sent_at + STEP_BATCH_S - time.monotonic()
+            self.later = asyncio.create_task(self._flush_after(wait), name="a2a-steps")
+
+    async def _flush_after(self, wait: float) -> None:
+        if wait > 0:
+            await asyncio.sleep(wait)
+        self.later = None
+        await self.flush()
+
+    async def flush(self) -> None:
+        """Send the events not sent yet, as one update."""
+        if self.later is not None and self.later is not asyncio.current_task():
+            self.later.cancel()
+            self.later = None
+        async with self.sending:
+            batch, self.pending = self.pending, []
+            if not batch:
+                return
+            self.sent_at = time.monotonic()
+            lines = [e.title if e.source == "orchestrator" else f"{e.source}: {e.title}" for e in batch]
+            await self.updater.update_status(
+                TaskState.TASK_STATE_WORKING,
+                message=self.updater.new_agent_message([new_text_part("\n".join(lines))]),
+                metadata={EVENTS_METADATA: [_json(e) for e in batch]},
+            )
 
 
 class _Handler(DefaultRequestHandler):
