@@ -87,10 +87,8 @@ async def overhead(runs: int) -> tuple[list[str], dict[str, float]]:
 
     from concerto.agents.base import AgentContext
     from concerto.cluster.ray_runner import RayRunner
-    from concerto.contracts.dispatch import AgentDispatchResponse
     from concerto.contracts.orchestrator import OrchestratorInput
     from concerto.contracts.plan import AgentTask, OrchestrationPlan
-    from concerto.orchestrator.events import EventStream
     from concerto.orchestrator.executor import Executor
     from concerto.resources import Resources
     from concerto.settings import Settings
@@ -103,24 +101,10 @@ async def overhead(runs: int) -> tuple[list[str], dict[str, float]]:
     plan = OrchestrationPlan(tasks=[AgentTask(task_id="T1", agent="noop")])
 
     def through(runner: Any) -> Callable[[], Awaitable[Any]]:
-        executor = Executor(lambda name: noop, runner=runner)
+        execute = _executing(Executor(lambda name: noop, runner=runner), plan, query, settings, resources)
 
         async def call() -> None:
-            events = EventStream("q")  # one per plan, as one per question
-
-            def make_context(task: AgentTask, agent: str, deps: list[AgentDispatchResponse]) -> AgentContext:
-                return AgentContext(
-                    query=query,
-                    now=NOW,
-                    settings=settings,
-                    resources=resources,
-                    task_id=task.task_id,
-                    agent=agent,
-                    previous_results=deps,
-                    _emit=events.agent_emit,
-                )
-
-            (result,) = await executor.execute(plan, make_context, events)
+            (result,) = await execute()
             assert result.output == {"agent": "noop"}, result
 
         return call
@@ -195,6 +179,34 @@ async def overhead(runs: int) -> tuple[list[str], dict[str, float]]:
     return lines, numbers
 
 
+def _executing(executor: Any, plan: Any, query: Any, settings: Any, resources: Any) -> Callable[[], Awaitable[Any]]:
+    """One run of `plan` through `executor.execute`, with a fresh event stream (one per question)
+    and contexts as the orchestrator builds them; returns the dispatch responses."""
+    from concerto.agents.base import AgentContext
+    from concerto.contracts.dispatch import AgentDispatchResponse
+    from concerto.contracts.plan import AgentTask
+    from concerto.orchestrator.events import EventStream
+
+    async def run() -> Any:
+        events = EventStream("q")
+
+        def make_context(task: AgentTask, agent: str, deps: list[AgentDispatchResponse]) -> AgentContext:
+            return AgentContext(
+                query=query,
+                now=NOW,
+                settings=settings,
+                resources=resources,
+                task_id=task.task_id,
+                agent=agent,
+                previous_results=deps,
+                _emit=events.agent_emit,
+            )
+
+        return await executor.execute(plan, make_context, events)
+
+    return run
+
+
 # -- tables between tasks -----------------------------------------------------------------
 
 
@@ -254,14 +266,11 @@ async def tables(sizes: list[int], runs: int) -> tuple[list[str], dict[str, floa
     import ray
     from bench_ray import ReaderAgent, TableAgent, _Consumer, _Producer
 
-    from concerto.agents.base import AgentContext
     from concerto.agents.registry import AgentRegistry
     from concerto.cluster.ray_runner import RayRunner
     from concerto.cluster.tables import pack, unpack
-    from concerto.contracts.dispatch import AgentDispatchResponse
     from concerto.contracts.orchestrator import OrchestratorInput
     from concerto.contracts.plan import AgentTask, OrchestrationPlan
-    from concerto.orchestrator.events import EventStream
     from concerto.orchestrator.executor import Executor
     from concerto.resources import Resources
     from concerto.settings import Settings
@@ -292,23 +301,10 @@ async def tables(sizes: list[int], runs: int) -> tuple[list[str], dict[str, floa
     def plan_through(rows: int, runner: Any) -> Callable[[], Awaitable[Any]]:
         executor = Executor(lambda name: registry.get(name)(settings, resources), runner=runner)
         query = OrchestratorInput(query="table", parameters={"rows": rows})
+        execute = _executing(executor, plan, query, settings, resources)
 
         async def call() -> None:
-            events = EventStream("q")
-
-            def make_context(task: AgentTask, agent: str, deps: list[AgentDispatchResponse]) -> AgentContext:
-                return AgentContext(
-                    query=query,
-                    now=NOW,
-                    settings=settings,
-                    resources=resources,
-                    task_id=task.task_id,
-                    agent=agent,
-                    previous_results=deps,
-                    _emit=events.agent_emit,
-                )
-
-            _, reader = await executor.execute(plan, make_context, events)
+            _, reader = await execute()
             assert reader.output == {"rows": rows}, reader
 
         return call

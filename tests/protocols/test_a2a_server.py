@@ -269,15 +269,20 @@ async def test_a_data_part_carries_the_input_contracts_fields() -> None:
     assert context.query.parameters == {"column": "revenue"}
 
 
-async def test_earlier_answers_of_a_context_are_the_conversation_history() -> None:
-    seen: list[AgentContext] = []
-    agent = fake_agent(
+def word_counter(seen: list[AgentContext], summary: str) -> type[Agent]:
+    """An agent answering `summary` to "count words ...", noting the context of each run in `seen`."""
+    return fake_agent(
         "counter",
         description="Counts words",
         examples=["count words"],
-        summary="Three words.",
-        on_run=lambda c, p: seen.append(c),
+        summary=summary,
+        on_run=lambda c, _: seen.append(c),
     )
+
+
+async def test_earlier_answers_of_a_context_are_the_conversation_history() -> None:
+    seen: list[AgentContext] = []
+    agent = word_counter(seen, "Three words.")
     async with serving(agent) as http:
         client = await create_client("http://test", ClientConfig(httpx_client=http, streaming=False))
         (first,) = await collect(client, ask("count words: a b c"))
@@ -378,13 +383,7 @@ async def test_a_cancel_sent_to_another_process_stops_the_agent_and_stays(tmp_pa
 
 async def test_a_context_started_on_one_process_continues_on_another(tmp_path: Path) -> None:
     seen: list[AgentContext] = []
-    agent = fake_agent(
-        "counter",
-        description="Counts words",
-        examples=["count words"],
-        summary="Three.",
-        on_run=lambda c, p: seen.append(c),
-    )
+    agent = word_counter(seen, "Three.")
     async with processes(tmp_path, agent) as (one, two):
         (first,) = await collect(await sdk(one), ask("count words: a b c"))
         (second,) = await collect(await sdk(two), ask("count words again", context_id=first.task.context_id))
