@@ -306,8 +306,8 @@ def test_a_message_without_text_or_data_is_refused_before_any_task() -> None:
     with pytest.raises(InvalidParamsError, match="JSON object"):
         question(Message(role=Role.ROLE_USER, message_id="m", parts=[new_text_part("hi"), new_data_part([1, 2])]))
     assert question(Message(role=Role.ROLE_USER, message_id="m", parts=[new_data_part({"query": "hi"})])).query == "hi"
-    with pytest.raises(InvalidParamsError, match="contextId is 37 characters long; at most 36"):
-        question(Message(role=Role.ROLE_USER, message_id="m", context_id="c" * 37, parts=[new_text_part("hi")]))
+    with pytest.raises(InvalidParamsError, match="contextId is 129 characters long; at most 128"):
+        question(Message(role=Role.ROLE_USER, message_id="m", context_id="c" * 129, parts=[new_text_part("hi")]))
 
 
 # -- tasks in the database ------------------------------------------------------------------

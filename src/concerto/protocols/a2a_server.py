@@ -13,7 +13,7 @@ answered tasks of the same context are the question's `conversation_history`.
 The SDK speaks the protocol (routing, validation, task store, streams, errors in JSON-RPC's
 shape); this module only translates between its tasks and the one orchestrator of the app
 (`app.state.orchestrator`), reached through the call context of each request. Tasks live in
-the configured database (`a2a_tasks.py`), so any process of a cluster serves any task.
+the shared log (`a2a_tasks.py`), so any process behind a load balancer serves any task.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ CARD_PATH = AGENT_CARD_WELL_KNOWN_PATH
 ANSWER_ARTIFACT = "answer"
 EVENTS_METADATA = "concerto_events"  # key of a status update's metadata: the Event contracts it reports
 STEP_BATCH_S = 0.05  # events that follow an update within this time go together in the next one
-MAX_ID = 36  # characters of a task or context id the task store keeps
+MAX_ID = 128  # characters of a task or context id (the SDK makes UUIDs, 36), as of a conversation_id
 MAX_HISTORY_TASKS = 10  # earlier tasks of a context read back as conversation history
 MODES = ["text/plain", "application/json"]
 _ORCHESTRATOR = "concerto.orchestrator"  # key of the call context's state
@@ -167,7 +167,7 @@ def question(message: Message, query_id: str | None = None) -> OrchestratorInput
     (JSON objects, merged in order) any other field. Anything invalid is the protocol's
     invalid-params error, naming the field."""
     for name, value in (("taskId", message.task_id), ("contextId", message.context_id)):
-        if len(value) > MAX_ID:  # the SDK's task tables hold 36 characters (a UUID); PostgreSQL refuses more
+        if len(value) > MAX_ID:
             raise InvalidParamsError(message=f"{name} is {len(value)} characters long; at most {MAX_ID} are kept")
     fields: dict[str, Any] = {}
     for data in get_data_parts(message.parts):
@@ -259,9 +259,9 @@ class ConcertoExecutor(AgentExecutor):
 class _Steps:
     """A question's events as `working` status updates: the first at once, then those that
     follow within `STEP_BATCH_S` together in one update (its message one line per event, its
-    metadata the events). Every update is a write to the task store (a database transaction,
-    about 5 ms on SQLite here), so an echo question's twenty events make two writes, while an
-    agent's step that comes seconds after the last still arrives alone and at once."""
+    metadata the events). Every update is a write to the task store (a transaction on the
+    shared log), so an echo question's twenty events make two writes, while an agent's step
+    that comes seconds after the last still arrives alone and at once."""
 
     def __init__(self, updater: TaskUpdater) -> None:
         self.updater = updater
