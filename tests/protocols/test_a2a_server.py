@@ -425,6 +425,43 @@ async def test_the_tasks_are_pruned_by_age_and_by_rows(tmp_path: Path) -> None:
     await tasks.aclose()
 
 
+async def test_a_task_whose_process_died_is_failed_not_followed_forever(tmp_path: Path) -> None:
+    from a2a.server.cluster import TaskVersion
+    from a2a.server.context import ServerCallContext
+    from a2a.types import TaskStatus
+
+    from concerto.protocols.a2a_tasks import Tasks
+
+    settings, call = Settings(data_dir=tmp_path, store_events=False), ServerCallContext()
+    dead, beating, reader = Tasks(), Tasks(), Tasks()  # three processes on one data dir
+    for process in (dead, beating, reader):
+        process.configure(settings)
+    beating.heartbeat_s, reader.stale_s = 0.1, 0.5
+    versions = {}
+    for process, task_id in ((dead, "gone"), (dead, "followed"), (beating, "alive")):
+        task = Task(id=task_id, context_id="c", status=TaskStatus(state=TaskState.TASK_STATE_WORKING))
+        versions[task_id] = await process.store.save(
+            task, event=None, prev=None, prev_version=TaskVersion.MISSING, context=call
+        )
+    beating.started("alive")  # its process runs it and says so; `dead` wrote its tasks and stopped
+    followed = reader.stream.subscribe("followed", after=versions["followed"])
+    await asyncio.sleep(0.8)
+
+    gone = await reader.store.get("gone", call)
+    assert gone is not None and gone.task.status.state == TaskState.TASK_STATE_FAILED
+    (text,) = get_text_parts(gone.task.status.message.parts)
+    error = OrchestratorErrorResponse.model_validate(get_data_parts(gone.task.status.message.parts)[0])
+    assert "not been heard from for 0.5 s" in text and error.error_category == "timeout" and error.retry_recommended
+    alive = await reader.store.get("alive", call)
+    assert alive is not None and alive.task.status.state == TaskState.TASK_STATE_WORKING
+    event = await asyncio.wait_for(anext(followed), 5)  # the follower hears of the failure, then stops
+    assert event.event.status.state == TaskState.TASK_STATE_FAILED  # type: ignore[union-attr]
+    await followed.aclose()
+    beating.finished("alive")
+    for process in (dead, beating, reader):
+        await process.aclose()
+
+
 async def test_a_database_that_cannot_be_reached_is_an_error_naming_it(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any
 
 from a2a.helpers import get_data_parts, get_text_parts, new_data_part, new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
-from a2a.server.cluster import VersionedTaskStore
 from a2a.server.context import ServerCallContext
 from a2a.server.events import Event as A2AEvent
 from a2a.server.events import EventQueue
@@ -91,7 +90,7 @@ def router() -> APIRouter:
     the app shuts down."""
     tasks = Tasks()
     handler = _Handler(
-        agent_executor=ConcertoExecutor(tasks.store),
+        agent_executor=ConcertoExecutor(tasks),
         task_store=tasks.store,
         agent_card=agent_card("http://localhost/", []),
         event_stream=tasks.stream,
@@ -197,8 +196,9 @@ def question(message: Message, query_id: str | None = None) -> OrchestratorInput
 class ConcertoExecutor(AgentExecutor):
     """Runs a task's question through the app's orchestrator and reports it as A2A events."""
 
-    def __init__(self, store: VersionedTaskStore) -> None:
-        self.store = store
+    def __init__(self, tasks: Tasks) -> None:
+        self.tasks = tasks
+        self.store = tasks.store
         self._cancelled: set[str] = set()
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
@@ -210,6 +210,7 @@ class ConcertoExecutor(AgentExecutor):
             await event_queue.enqueue_event(task)
         updater = TaskUpdater(event_queue, task_id, context_id)
         orchestrator: Orchestrator = context.call_context.state[_ORCHESTRATOR]
+        self.tasks.started(task_id)  # touched while it runs: other processes know it is alive
         try:
             request = question(message, query_id=task_id)
             if request.conversation_history is None:
@@ -232,6 +233,7 @@ class ConcertoExecutor(AgentExecutor):
             await updater.failed(updater.new_agent_message([new_text_part(exc.message)]))
         finally:
             self._cancelled.discard(task_id)
+            self.tasks.finished(task_id)
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         """Mark the task cancelled; the SDK then cancels `execute`, whose stream stops the run."""

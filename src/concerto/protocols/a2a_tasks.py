@@ -25,6 +25,10 @@ makes about 25 events, so as many questions as the event log keeps) go with thei
 events beyond the newest `CONCERTO_EVENTS_MAX_ROWS`; at most once per `max_rows / 20` writes or
 per minute, off the request.
 
+A task whose process died while running it is reported failed, as a run is: the process
+running a task touches it every `HEARTBEAT_S`, and a process that reads (or follows) a task
+not heard from for `STALE_S` writes it `failed`, saying so, so that no reader waits forever.
+
 A database that cannot be reached is the protocol's internal error naming it (tried again on
 the next request), never a server that does not start.
 """
@@ -33,11 +37,14 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import logging
 import time
+import uuid
 from collections.abc import AsyncGenerator, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from a2a.helpers import new_data_part, new_text_part
 from a2a.server.agent_execution.active_task import TERMINAL_TASK_STATES
 from a2a.server.cluster import (
     ConcurrentTaskModificationError,
@@ -50,7 +57,17 @@ from a2a.server.cluster import (
 from a2a.server.context import ServerCallContext
 from a2a.server.events import Event as A2AEvent
 from a2a.server.owner_resolver import resolve_user_scope
-from a2a.types import ListTasksRequest, ListTasksResponse, StreamResponse, Task, TaskState
+from a2a.types import (
+    ListTasksRequest,
+    ListTasksResponse,
+    Message,
+    Role,
+    StreamResponse,
+    Task,
+    TaskState,
+    TaskStatus,
+    TaskStatusUpdateEvent,
+)
 from a2a.utils.constants import DEFAULT_LIST_TASKS_PAGE_SIZE
 from a2a.utils.errors import InternalError, InvalidParamsError
 from a2a.utils.proto_utils import to_stream_response
@@ -65,6 +82,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 POLL_S = 0.1  # how often a process following another's task reads its new events
+HEARTBEAT_S = 5.0  # a running task is touched this often, events or not (as a run's state is)
+STALE_S = 60.0  # a running task not touched for this long: its process is gone
+STALE_CHECK_S = 1.0  # how often a process following a quiet task checks whether it is stale
 EVENTS_PER_TASK = 25  # about as many as a question makes: tasks kept = max_rows / this
 TABLES = (  # the SQL both backends speak
     "CREATE TABLE IF NOT EXISTS a2a_tasks (task_id TEXT PRIMARY KEY, owner TEXT NOT NULL, context_id TEXT NOT NULL, "
@@ -103,6 +123,9 @@ class Tasks:
         self._writes = 0
         self._pruned_at = time.monotonic()
         self._pruning: asyncio.Task[None] | None = None
+        self.running: set[str] = set()  # the tasks this process is running
+        self.heartbeat_s, self.stale_s = HEARTBEAT_S, STALE_S
+        self._beating: asyncio.Task[None] | None = None
 
     def configure(self, settings: Settings) -> None:
         """Where the tasks are: the settings' log (its tables are created on first use)."""
@@ -124,8 +147,59 @@ class Tasks:
             raise InternalError(message=f"the A2A task store cannot be used: {exc}") from None
 
     async def aclose(self) -> None:
+        if self._beating is not None:
+            self._beating.cancel()
         if self._pruning is not None:
             await asyncio.gather(self._pruning, return_exceptions=True)
+
+    # -- tasks whose process died -----------------------------------------------------------
+
+    def started(self, task_id: str) -> None:
+        """This process runs `task_id` now: it is touched every `heartbeat_s` until `finished`."""
+        self.running.add(task_id)
+        if self._beating is None or self._beating.done():
+            self._beating = asyncio.create_task(self._beat(), name="a2a-heartbeat")
+
+    def finished(self, task_id: str) -> None:
+        self.running.discard(task_id)
+
+    async def _beat(self) -> None:
+        while self.running:
+            await asyncio.sleep(self.heartbeat_s)
+            ids = sorted(self.running)
+            if not ids:
+                return
+            sql = f"UPDATE a2a_tasks SET updated = ? WHERE task_id IN ({','.join('?' * len(ids))})"
+            try:
+                await self.run(functools.partial(_rows, sql=sql, params=(time.time(), *ids)), write=True)
+            except InternalError as exc:  # the next beat tries again
+                log.warning("A2A tasks not touched: %s", exc.message)
+
+    async def abandon_if_stale(self, task_id: str) -> bool:
+        """Write `failed` on a task still running in the store but not heard from for `stale_s`
+        (its process died), with a message saying so and the event for its followers; whether
+        it did. A task this process runs is never stale."""
+        if task_id in self.running:
+            return False
+        now = time.time()
+        found = f"SELECT task, version FROM a2a_tasks WHERE task_id = ? AND updated < ? AND {_NOT_FINISHED}"
+        cas = "UPDATE a2a_tasks SET state = ?, status_ns = ?, version = version + 1, task = ?, updated = ? "
+        cas += "WHERE task_id = ? AND version = ? RETURNING version"
+
+        def work(x: Exec) -> bool:
+            rows = x(found, (task_id, now - self.stale_s, *_FINISHED))
+            if not rows:
+                return False
+            task = _abandoned(json_format.Parse(rows[0][0], Task()), self.stale_s)
+            body, state = json_format.MessageToJson(task), int(task.status.state)
+            written = x(cas, (state, _status_ns(task), body, now, task_id, rows[0][1]))
+            if not written:
+                return False
+            event = TaskStatusUpdateEvent(task_id=task.id, context_id=task.context_id, status=task.status)
+            x(_EVENT, (task_id, written[0][0], json_format.MessageToJson(to_stream_response(event)), now))
+            return True
+
+        return await self.run(work, write=True)
 
     def wrote(self) -> None:
         """Count a write; start pruning in the background when due."""
@@ -207,8 +281,13 @@ class LogTaskStore(VersionedTaskStore):
         return TaskVersion(version)
 
     async def get(self, task_id: str, context: ServerCallContext) -> StoredTask | None:
-        sql = "SELECT task, version FROM a2a_tasks WHERE task_id = ? AND owner = ?"
-        rows = await self.tasks.run(lambda x: x(sql, (task_id, resolve_user_scope(context))), write=False)
+        """The task and its version; a running task whose process is gone is failed first."""
+        sql = "SELECT task, version, state, updated FROM a2a_tasks WHERE task_id = ? AND owner = ?"
+        read = functools.partial(_rows, sql=sql, params=(task_id, resolve_user_scope(context)))
+        rows = await self.tasks.run(read, write=False)
+        stale = rows and rows[0][2] not in _FINISHED and time.time() - rows[0][3] > self.tasks.stale_s
+        if stale and await self.tasks.abandon_if_stale(task_id):
+            rows = await self.tasks.run(read, write=False)
         if not rows:
             return None
         return StoredTask(json_format.Parse(rows[0][0], Task()), TaskVersion(int(rows[0][1])))
@@ -275,14 +354,18 @@ class LogTaskEventStream(TaskEventStream):
         seen = 0 if after.is_missing else _as_int(after)
         sql = "SELECT version, event FROM a2a_task_events WHERE task_id = ? AND version > ? ORDER BY version"
 
-        def new(x: Exec, after: int) -> list[tuple[Any, ...]]:
-            return x(sql, (task_id, after))
-
+        checked = time.monotonic()
         while True:
-            rows = await self.tasks.run(functools.partial(new, after=seen), write=False)
+            rows = await self.tasks.run(functools.partial(_rows, sql=sql, params=(task_id, seen)), write=False)
             for version, body in rows:
                 seen = int(version)
                 yield VersionedEvent(event=_event(json_format.Parse(body, StreamResponse())), version=TaskVersion(seen))
+            if rows:
+                checked = time.monotonic()
+            elif time.monotonic() - checked >= STALE_CHECK_S:  # quiet: is its process still there?
+                checked = time.monotonic()
+                if await self.tasks.abandon_if_stale(task_id):
+                    continue  # its `failed` event is there to read
             if not rows:
                 await asyncio.sleep(POLL_S)
 
@@ -311,6 +394,36 @@ def _after(x: Exec, token: str, owner: str) -> tuple[str, list[Any]]:
         return "(status_ns IS NULL AND task_id <= ?)", [first]
     ns = found[0][0]
     return "(status_ns < ? OR (status_ns = ? AND task_id <= ?) OR status_ns IS NULL)", [ns, ns, first]
+
+
+def _rows(x: Exec, *, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+    return x(sql, params)
+
+
+def _abandoned(task: Task, stale_s: float) -> Task:
+    """`task` failed because its process stopped: its status message moved to its history (as
+    the SDK does), the error contract as the new one."""
+    from concerto.contracts.orchestrator import OrchestratorErrorResponse
+
+    error = OrchestratorErrorResponse(
+        query_id=task.id,
+        error_message=f"The task stopped: the server answering it has not been heard from for {stale_s:g} s "
+        "(it may have been restarted). Ask again.",
+        error_category="timeout",
+        retry_recommended=True,
+    )
+    if task.status.HasField("message"):
+        task.history.append(task.status.message)
+    message = Message(
+        message_id=str(uuid.uuid4()),
+        role=Role.ROLE_AGENT,
+        task_id=task.id,
+        context_id=task.context_id,
+        parts=[new_text_part(error.error_message), new_data_part(json.loads(error.model_dump_json()))],
+    )
+    task.status.CopyFrom(TaskStatus(state=TaskState.TASK_STATE_FAILED, message=message))
+    task.status.timestamp.GetCurrentTime()
+    return task
 
 
 def _status_ns(task: Task) -> int | None:
