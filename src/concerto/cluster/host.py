@@ -19,6 +19,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import pickle
+import queue
+import threading
+import time
 from collections.abc import AsyncGenerator, Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -34,6 +37,8 @@ from concerto.settings import Settings
 
 Item = tuple[Any, ...]
 _DONE = object()
+WAKE_S = 0.1  # a task's main thread returns to Python at least this often (Ray's cancel is an interrupt)
+STOP_S = 10.0  # how long a cancelled task waits for its agent to finish cleaning up
 
 
 @dataclass(frozen=True)
@@ -118,36 +123,59 @@ class AgentHost:
 
 
 def run_task(cls: type[Agent], settings: Settings, *args: Any) -> Iterator[Item]:
-    """A Ray task's body (`remote: task`): a host for one call, driven on a loop of its own, its
-    items yielded as they come (a Ray streaming generator).
+    """A Ray task's body (`remote: task`): a host for one call, its items yielded as they come
+    (a Ray streaming generator).
 
-    Ray cancels a running task by raising KeyboardInterrupt here; the step in flight is then
-    cancelled on the loop, so the agent's `run` sees CancelledError as it would in process.
+    The agent runs on an event loop in a thread of its own; this (main) thread waits for its
+    items, returning to Python every `WAKE_S`. Ray cancels a running task by interrupting the
+    main thread (KeyboardInterrupt, handled only when the main thread runs Python: a loop
+    waiting in `epoll_wait` for the agent's 30-s sleep would not see it before that ends). So
+    the interrupt lands here, never inside the agent's code, and is turned into a cancellation
+    of the agent's run on its loop: the agent sees CancelledError, as it would in process, and
+    this returns once the agent has finished cleaning up (at most `STOP_S`).
     """
-    host = AgentHost(cls, settings)
+    host = AgentHost(cls, settings)  # here: a constructor that fails fails the task, as Ray reports it
+    items: queue.SimpleQueue[Any] = queue.SimpleQueue()
     loop = asyncio.new_event_loop()
-    stream = host.run(*args)
 
-    async def step() -> Item:
-        return await anext(stream)
-
-    pending: asyncio.Task[Item] | None = None
-    try:
-        while True:
-            pending = loop.create_task(step())
+    async def drive() -> None:
+        try:
+            async for item in host.run(*args):
+                items.put(item)
+        finally:  # also when cancelled: the agent's run was stopped inside `host.run`
             try:
-                yield loop.run_until_complete(pending)
-            except StopAsyncIteration:
-                return
+                await host.aclose()
+            finally:
+                items.put(_DONE)
+
+    thread = threading.Thread(target=loop.run_forever, name="agent-loop", daemon=True)
+    thread.start()
+    running = asyncio.run_coroutine_threadsafe(drive(), loop)
+    finished = False
+    try:
+        while (item := _next(items)) is not _DONE:
+            yield item
+        finished = True
+        running.result(STOP_S)  # the host's own failure (the agent's is an item)
     finally:
-        if pending is not None and not pending.done():
-            pending.cancel()
-            with contextlib.suppress(BaseException):
-                loop.run_until_complete(pending)
-        with contextlib.suppress(Exception):
-            loop.run_until_complete(stream.aclose())
-            loop.run_until_complete(host.aclose())
-        loop.close()
+        if not finished:  # cancelled (Ray's interrupt), or the stream closed early
+            running.cancel()
+            deadline = time.monotonic() + STOP_S
+            while time.monotonic() < deadline:
+                with contextlib.suppress(queue.Empty):
+                    if items.get(timeout=WAKE_S) is _DONE:
+                        break
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(STOP_S)
+        if not thread.is_alive():
+            loop.close()
+
+
+def _next(items: queue.SimpleQueue[Any]) -> Any:
+    """The next item, waiting in steps of `WAKE_S` so that an interrupt is handled promptly."""
+    while True:
+        with contextlib.suppress(queue.Empty):
+            return items.get(timeout=WAKE_S)
 
 
 async def _resolve(
