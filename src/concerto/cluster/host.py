@@ -22,7 +22,7 @@ import pickle
 import queue
 import threading
 import time
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import AsyncGenerator, Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -127,13 +127,17 @@ def run_task(cls: type[Agent], settings: Settings, *args: Any) -> Iterator[Item]
     (a Ray streaming generator).
 
     The agent runs on an event loop in a thread of its own; this (main) thread waits for its
-    items, returning to Python every `WAKE_S`. Ray cancels a running task by interrupting the
-    main thread (KeyboardInterrupt, handled only when the main thread runs Python: a loop
-    waiting in `epoll_wait` for the agent's 30-s sleep would not see it before that ends). So
-    the interrupt lands here, never inside the agent's code, and is turned into a cancellation
-    of the agent's run on its loop: the agent sees CancelledError, as it would in process, and
-    this returns once the agent has finished cleaning up (at most `STOP_S`).
+    items in steps of `WAKE_S`, and between two steps asks Ray whether the task was cancelled
+    (`is_canceled`). Ray also interrupts the main thread (KeyboardInterrupt), but only when
+    the interrupt reaches it: in the full test suite a reused worker was seen to let the agent
+    sleep on after "Cancelling a running task", while the flag was set. Either way the
+    cancellation lands here, never inside the agent's code, and becomes a cancellation of the
+    agent's run on its loop: the agent sees CancelledError, as it would in process, and this
+    returns once the agent has finished cleaning up (at most `STOP_S`).
     """
+    import ray
+
+    cancelled = ray.get_runtime_context().is_canceled
     host = AgentHost(cls, settings)  # here: a constructor that fails fails the task, as Ray reports it
     items: queue.SimpleQueue[Any] = queue.SimpleQueue()
     loop = asyncio.new_event_loop()
@@ -153,7 +157,7 @@ def run_task(cls: type[Agent], settings: Settings, *args: Any) -> Iterator[Item]
     running = asyncio.run_coroutine_threadsafe(drive(), loop)
     finished = False
     try:
-        while (item := _next(items)) is not _DONE:
+        while (item := _next(items, cancelled)) is not _DONE:
             yield item
         finished = True
         running.result(STOP_S)  # the host's own failure (the agent's is an item)
@@ -171,11 +175,14 @@ def run_task(cls: type[Agent], settings: Settings, *args: Any) -> Iterator[Item]
             loop.close()
 
 
-def _next(items: queue.SimpleQueue[Any]) -> Any:
-    """The next item, waiting in steps of `WAKE_S` so that an interrupt is handled promptly."""
+def _next(items: queue.SimpleQueue[Any], cancelled: Callable[[], bool]) -> Any:
+    """The next item, waiting in steps of `WAKE_S`; KeyboardInterrupt (as Ray's own interrupt)
+    once the task is cancelled."""
     while True:
         with contextlib.suppress(queue.Empty):
             return items.get(timeout=WAKE_S)
+        if cancelled():
+            raise KeyboardInterrupt("the Ray task was cancelled")
 
 
 async def _resolve(
