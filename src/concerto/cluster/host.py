@@ -126,9 +126,9 @@ def run_task(cls: type[Agent], settings: Settings, *args: Any) -> Iterator[Item]
     """A Ray task's body (`remote: task`): a host for one call, its items yielded as they come
     (a Ray streaming generator).
 
-    The agent runs on an event loop in a thread of its own; this (main) thread waits for its
-    items in steps of `WAKE_S`, and between two steps asks Ray whether the task was cancelled
-    (`is_canceled`). Ray also interrupts the main thread (KeyboardInterrupt), but only when
+    The agent runs on the worker's event loop, in a thread of its own; this (main) thread waits
+    for its items in steps of `WAKE_S`, and between two steps asks Ray whether the task was
+    cancelled (`is_canceled`). Ray also interrupts the main thread (KeyboardInterrupt), but only when
     the interrupt reaches it: in the full test suite a reused worker was seen to let the agent
     sleep on after "Cancelling a running task", while the flag was set. Either way the
     cancellation lands here, never inside the agent's code, and becomes a cancellation of the
@@ -140,7 +140,6 @@ def run_task(cls: type[Agent], settings: Settings, *args: Any) -> Iterator[Item]
     cancelled = ray.get_runtime_context().is_canceled
     host = AgentHost(cls, settings)  # here: a constructor that fails fails the task, as Ray reports it
     items: queue.SimpleQueue[Any] = queue.SimpleQueue()
-    loop = asyncio.new_event_loop()
 
     async def drive() -> None:
         try:
@@ -152,9 +151,7 @@ def run_task(cls: type[Agent], settings: Settings, *args: Any) -> Iterator[Item]
             finally:
                 items.put(_DONE)
 
-    thread = threading.Thread(target=loop.run_forever, name="agent-loop", daemon=True)
-    thread.start()
-    running = asyncio.run_coroutine_threadsafe(drive(), loop)
+    running = asyncio.run_coroutine_threadsafe(drive(), _agent_loop())
     finished = False
     try:
         while (item := _next(items, cancelled)) is not _DONE:
@@ -169,10 +166,21 @@ def run_task(cls: type[Agent], settings: Settings, *args: Any) -> Iterator[Item]
                 with contextlib.suppress(queue.Empty):
                     if items.get(timeout=WAKE_S) is _DONE:
                         break
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(STOP_S)
-        if not thread.is_alive():
-            loop.close()
+
+
+_loop: asyncio.AbstractEventLoop | None = None
+_loop_lock = threading.Lock()
+
+
+def _agent_loop() -> asyncio.AbstractEventLoop:
+    """The worker process's loop for agents' runs, in a thread of its own, made on first use and
+    kept (a worker runs one task at a time; a new thread and loop per task cost 0.5 ms)."""
+    global _loop
+    with _loop_lock:
+        if _loop is None:
+            _loop = asyncio.new_event_loop()
+            threading.Thread(target=_loop.run_forever, name="agent-loop", daemon=True).start()
+        return _loop
 
 
 def _next(items: queue.SimpleQueue[Any], cancelled: Callable[[], bool]) -> Any:
