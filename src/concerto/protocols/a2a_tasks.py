@@ -107,7 +107,6 @@ _UPDATE = (
     f"WHERE task_id = ? AND owner = ? AND {{check}} AND {_NOT_FINISHED} RETURNING version"
 )
 _EVENT = "INSERT INTO a2a_task_events (task_id, version, event, ts) VALUES (?,?,?,?)"
-_EVENT = "INSERT INTO a2a_task_events (task_id, version, event, ts) VALUES (?,?,?,?)"
 _ORDER = "ORDER BY (status_ns IS NULL), status_ns DESC, task_id DESC"  # ListTasks: newest status first
 
 
