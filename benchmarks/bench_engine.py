@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypedDict
 
+from _executing import executing
 from _timing import percentile, timed
 
 from concerto.agents.base import Agent, AgentContext, AgentInfo, AgentResult
@@ -33,7 +34,6 @@ from concerto.agents.registry import AgentRegistry
 from concerto.contracts.orchestrator import OrchestratorInput
 from concerto.contracts.plan import AgentTask, OrchestrationPlan
 from concerto.orchestrator.engine import Orchestrator
-from concerto.orchestrator.events import EventStream
 from concerto.orchestrator.executor import Executor
 from concerto.resources import Resources
 from concerto.settings import Settings
@@ -86,25 +86,7 @@ def concerto_runner(plan_factory: Callable[[], OrchestrationPlan], delay: float 
     now = datetime.now(UTC)
 
     plan = plan_factory()  # built once, like LangGraph's compiled graph; execution never mutates it
-
-    async def run() -> Any:
-        events = EventStream(query.query_id)
-
-        def make_context(task, agent, deps):  # type: ignore[no-untyped-def]
-            return AgentContext(
-                query=query,
-                now=now,
-                settings=settings,
-                resources=resources,
-                task_id=task.task_id,
-                agent=agent,
-                previous_results=deps,
-                _emit=events.agent_emit,
-            )
-
-        return await executor.execute(plan, make_context, events)
-
-    return run
+    return executing(executor, plan, query, settings, resources, now)
 
 
 def asyncio_fanout(delay: float = 0.0) -> Callable[[], Awaitable[Any]]:

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from _executing import executing
 from _timing import percentile, timed
 from bench_commercial import NOW, SEED_QUESTION, Runner, hcps_for
 
@@ -101,7 +102,7 @@ async def overhead(runs: int) -> tuple[list[str], dict[str, float]]:
     plan = OrchestrationPlan(tasks=[AgentTask(task_id="T1", agent="noop")])
 
     def through(runner: Any) -> Callable[[], Awaitable[Any]]:
-        execute = _executing(Executor(lambda name: noop, runner=runner), plan, query, settings, resources)
+        execute = executing(Executor(lambda name: noop, runner=runner), plan, query, settings, resources, NOW)
 
         async def call() -> None:
             (result,) = await execute()
@@ -177,34 +178,6 @@ async def overhead(runs: int) -> tuple[list[str], dict[str, float]]:
         + (" (below zero: within the noise)." if min(left) < 0 else "."),
     ]
     return lines, numbers
-
-
-def _executing(executor: Any, plan: Any, query: Any, settings: Any, resources: Any) -> Callable[[], Awaitable[Any]]:
-    """One run of `plan` through `executor.execute`, with a fresh event stream (one per question)
-    and contexts as the orchestrator builds them; returns the dispatch responses."""
-    from concerto.agents.base import AgentContext
-    from concerto.contracts.dispatch import AgentDispatchResponse
-    from concerto.contracts.plan import AgentTask
-    from concerto.orchestrator.events import EventStream
-
-    async def run() -> Any:
-        events = EventStream("q")
-
-        def make_context(task: AgentTask, agent: str, deps: list[AgentDispatchResponse]) -> AgentContext:
-            return AgentContext(
-                query=query,
-                now=NOW,
-                settings=settings,
-                resources=resources,
-                task_id=task.task_id,
-                agent=agent,
-                previous_results=deps,
-                _emit=events.agent_emit,
-            )
-
-        return await executor.execute(plan, make_context, events)
-
-    return run
 
 
 # -- tables between tasks -----------------------------------------------------------------
@@ -301,7 +274,7 @@ async def tables(sizes: list[int], runs: int) -> tuple[list[str], dict[str, floa
     def plan_through(rows: int, runner: Any) -> Callable[[], Awaitable[Any]]:
         executor = Executor(lambda name: registry.get(name)(settings, resources), runner=runner)
         query = OrchestratorInput(query="table", parameters={"rows": rows})
-        execute = _executing(executor, plan, query, settings, resources)
+        execute = executing(executor, plan, query, settings, resources, NOW)
 
         async def call() -> None:
             _, reader = await execute()

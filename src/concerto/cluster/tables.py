@@ -9,7 +9,7 @@ same records where the output is used (the driver, or a dependent task's worker)
 
 Only lists that come back exactly as they were are packed: every record a dict with the same
 keys in the same order, and every column holding one plain type (int, float, str, bool, date or
-datetime in one time zone) besides None. Anything else (mixed types, Decimals whose scale differs, nested values,
+datetime in one time zone) besides None. Anything else (mixed types, Decimals, nested values,
 ints beyond 64 bits) stays a list, so an output never changes by travelling.
 """
 

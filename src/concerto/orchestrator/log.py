@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 Exec = Callable[..., list[tuple[Any, ...]]]  # (sql, params=(), many=False) -> rows
+Pruning = Callable[[Exec, float, "Limits"], None]  # (x, cutoff time, limits): a pack's tables pruned
 RunState = Literal["running", "completed", "failed"]
 Role = Literal["user", "assistant"]
 SCHEMA = "concerto_log"
@@ -63,12 +64,8 @@ class LogUnavailable(RuntimeError):
     """The database of the log cannot be reached or refused a statement; the message says which."""
 
 
-class _Conflict(Exception):
-    """A unique key taken by a concurrent writer (another process appended the same turn)."""
-
-
 class LogConflict(RuntimeError):
-    """A statement of `Log.transaction` broke a unique key (a concurrent writer took it)."""
+    """A unique key taken by a concurrent writer (another process appended the same turn)."""
 
 
 @dataclass(frozen=True)
@@ -113,7 +110,7 @@ class Log(ABC):
     """The interface: events, runs and turns; a backend supplies `_run` and the table definitions."""
 
     tables: tuple[str, ...]  # CREATE statements, idempotent
-    _create_lock: tuple[str, ...] = ()  # taken before creating a pack's tables (processes starting at once)
+    _create_lock: tuple[str, ...] = ()  # taken before creating tables (processes starting at once)
 
     def __init__(self, limits: Limits | None = None) -> None:
         self.limits = limits or Limits()
@@ -122,6 +119,7 @@ class Log(ABC):
         self._pruned_at = time.time()
         self._pruner_lock = threading.Lock()
         self.pruner: threading.Thread | None = None  # the last pruning thread (tests join it)
+        self._prunes: list[Pruning] = []  # the packs' own (`create_tables`)
         self._writer: ThreadPoolExecutor | None = None
         self._writer_lock = threading.Lock()
         self._pending = 0
@@ -252,7 +250,7 @@ class Log(ABC):
             try:
                 self._run(work, write=True)
                 break
-            except _Conflict:
+            except LogConflict:
                 if attempt == 4:
                     raise LogUnavailable(f"conversation {conversation_id!r}: too many concurrent writers") from None
                 time.sleep(0.01 * (attempt + 1))
@@ -276,20 +274,23 @@ class Log(ABC):
 
     # -- tables of packs ------------------------------------------------------------------
 
-    def create_tables(self, statements: Sequence[str]) -> None:
+    def create_tables(self, statements: Sequence[str], prune: Pruning | None = None) -> None:
         """Create a pack's own tables in the log's database (`CREATE TABLE IF NOT EXISTS ...`
-        in the SQL both backends speak), in one transaction."""
+        in the SQL both backends speak), in one transaction; `prune(x, cutoff, limits)` then
+        runs in each of the log's prunings, to keep them bounded as the log's own tables are."""
         self._run(lambda x: [x(s) for s in [*self._create_lock, *statements]], write=True)
+        if prune is not None and prune not in self._prunes:
+            self._prunes.append(prune)
 
     def transaction(self, work: Callable[[Exec], T], *, write: bool) -> T:
         """Run `work` with an executor of statements (`x(sql, params=(), many=False)` returning
         rows, `?` placeholders), in one transaction when `write`, on the log's one connection:
-        how a pack keeps records of its own beside the log's. Raises LogUnavailable, or
-        LogConflict when a unique key is taken."""
-        try:
-            return self._run(work, write=write)
-        except _Conflict as exc:
-            raise LogConflict(str(exc)) from None
+        how a pack keeps records of its own beside the log's (a write counts towards the next
+        pruning). Raises LogUnavailable, or LogConflict when a unique key is taken."""
+        done = self._run(work, write=write)
+        if write:
+            self._after_write(1)
+        return done
 
     # -- upkeep ---------------------------------------------------------------------------
 
@@ -307,7 +308,7 @@ class Log(ABC):
 
     def prune(self, now: float | None = None) -> None:
         """Drop what is older than the age limit, the oldest rows beyond the row limit, and runs
-        whose events are gone."""
+        whose events are gone; then what the packs' prunings drop (`create_tables`)."""
         cutoff = (now if now is not None else time.time()) - self.limits.max_age_days * 86_400
         keep = self.limits.max_rows - 1
 
@@ -317,6 +318,8 @@ class Log(ABC):
                 x(f"DELETE FROM {table} WHERE ts < (SELECT ts FROM {table} ORDER BY ts DESC LIMIT 1 OFFSET ?)", (keep,))
             x("DELETE FROM runs WHERE updated < ?", (cutoff,))
             x("DELETE FROM runs WHERE updated < (SELECT min(ts) FROM events)")
+            for pack_prune in self._prunes:
+                pack_prune(x, cutoff, self.limits)
 
         self._run(work, write=True)
 
@@ -406,7 +409,7 @@ class SqliteLog(Log):
                 con.execute("COMMIT")
                 return done
             except sqlite3.IntegrityError as exc:
-                raise _Conflict(str(exc)) from None
+                raise LogConflict(str(exc)) from None
             except (sqlite3.Error, OSError) as exc:
                 raise LogUnavailable(f"the log at {self.path} failed: {exc}") from None
 
@@ -453,7 +456,8 @@ class PostgresLog(Log):
             try:
                 with con.transaction():
                     # Two processes starting together would both create the schema: one waits.
-                    con.execute("SELECT pg_advisory_xact_lock(hashtext('concerto_log'))")
+                    for statement in self._create_lock:
+                        con.execute(statement)
                     con.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
                     con.execute(f"SET search_path TO {SCHEMA}")
                     for statement in self.tables:
@@ -481,7 +485,7 @@ class PostgresLog(Log):
                     with con.transaction():
                         return work(execute)
                 except psycopg.errors.UniqueViolation as exc:
-                    raise _Conflict(str(exc)) from None
+                    raise LogConflict(str(exc)) from None
                 except psycopg.OperationalError as exc:
                     self._drop()
                     if attempt == 2 or fresh:

@@ -19,11 +19,10 @@ of two or three statements on the log's connection, and a finished task is never
 again (the protocol's terminal states are final): the compare-and-swap refuses it.
 
 Tables `a2a_tasks` (the task as protobuf JSON, its version, state and status time) and
-`a2a_task_events`, pruned as the log is: tasks last updated before
+`a2a_task_events`, pruned in the log's own prunings (`_prune`): tasks last updated before
 `CONCERTO_EVENTS_MAX_AGE_DAYS` and beyond the newest `CONCERTO_EVENTS_MAX_ROWS / 25` (a question
 makes about 25 events, so as many questions as the event log keeps) go with their events, and
-events beyond the newest `CONCERTO_EVENTS_MAX_ROWS`; at most once per `max_rows / 20` writes or
-per minute, off the request.
+events beyond the newest `CONCERTO_EVENTS_MAX_ROWS`.
 
 A task whose process died while running it is reported failed, as a run is: the process
 running a task touches it every `HEARTBEAT_S`, and a process that reads (or follows) a task
@@ -116,12 +115,8 @@ class Tasks:
     def __init__(self) -> None:
         self.store = LogTaskStore(self)
         self.stream = LogTaskEventStream(self)
-        self.limits = Limits()
         self._log: Log | None = None
         self._created = False
-        self._writes = 0
-        self._pruned_at = time.monotonic()
-        self._pruning: asyncio.Task[None] | None = None
         self.running: set[str] = set()  # the tasks this process is running
         self.heartbeat_s, self.stale_s = HEARTBEAT_S, STALE_S
         self._beating: asyncio.Task[None] | None = None
@@ -129,27 +124,32 @@ class Tasks:
     def configure(self, settings: Settings) -> None:
         """Where the tasks are: the settings' log (its tables are created on first use)."""
         self._log = open_log(settings)
-        self.limits = Limits(max_age_days=settings.events_max_age_days, max_rows=settings.events_max_rows)
 
     async def run(self, work: Callable[[Exec], T], *, write: bool) -> T:
         """`work` in one transaction on the log (in a thread); the database's failure as the
         protocol's internal error naming where it is."""
+        return await self._on_log(functools.partial(Log.transaction, work=work, write=write))
+
+    async def prune(self) -> None:
+        """Prune the log now (the A2A tables with it), as it does by itself as it is written."""
+        await self._on_log(Log.prune)
+
+    async def _on_log(self, call: Callable[[Log], T]) -> T:
+        """`call(log)` in a thread, the tables (and their pruning) made first."""
         if self._log is None:
             raise InternalError(message="the A2A task store is used before the app started")
         shared = self._log
         try:
             if not self._created:
-                await asyncio.to_thread(shared.create_tables, TABLES)
+                await asyncio.to_thread(shared.create_tables, TABLES, _prune)
                 self._created = True
-            return await asyncio.to_thread(shared.transaction, work, write=write)
+            return await asyncio.to_thread(call, shared)
         except LogUnavailable as exc:
             raise InternalError(message=f"the A2A task store cannot be used: {exc}") from None
 
     async def aclose(self) -> None:
         if self._beating is not None:
             self._beating.cancel()
-        if self._pruning is not None:
-            await asyncio.gather(self._pruning, return_exceptions=True)
 
     # -- tasks whose process died -----------------------------------------------------------
 
@@ -200,39 +200,6 @@ class Tasks:
 
         return await self.run(work, write=True)
 
-    def wrote(self) -> None:
-        """Count a write; start pruning in the background when due."""
-        self._writes += 1
-        due = self._writes >= self.limits.prune_every
-        if not (due or time.monotonic() - self._pruned_at >= self.limits.prune_interval_s):
-            return
-        if self._pruning is not None and not self._pruning.done():
-            return
-        self._writes, self._pruned_at = 0, time.monotonic()
-        self._pruning = asyncio.create_task(self._prune_quietly(), name="a2a-prune")
-
-    async def _prune_quietly(self) -> None:
-        try:
-            await self.prune()
-        except InternalError as exc:  # the next write tries again
-            log.warning("pruning the A2A tasks failed: %s", exc.message)
-
-    async def prune(self, now: float | None = None) -> None:
-        """Drop tasks older than the age limit or beyond the newest `max_rows / 25`, with their
-        events, and events beyond the newest `max_rows`."""
-        cutoff = (now if now is not None else time.time()) - self.limits.max_age_days * 86_400
-        keep_tasks = max(1, self.limits.max_rows // EVENTS_PER_TASK)
-
-        def work(x: Exec) -> None:
-            x("DELETE FROM a2a_tasks WHERE updated < ?", (cutoff,))
-            newest = "SELECT updated FROM a2a_tasks ORDER BY updated DESC LIMIT 1 OFFSET ?"
-            x(f"DELETE FROM a2a_tasks WHERE updated < ({newest})", (keep_tasks - 1,))
-            x("DELETE FROM a2a_task_events WHERE task_id NOT IN (SELECT task_id FROM a2a_tasks)")
-            newest = "SELECT ts FROM a2a_task_events ORDER BY ts DESC LIMIT 1 OFFSET ?"
-            x(f"DELETE FROM a2a_task_events WHERE ts < ({newest})", (self.limits.max_rows - 1,))
-
-        await self.run(work, write=True)
-
 
 class LogTaskStore(VersionedTaskStore):
     """Tasks with their versions, scoped to their owner (the SDK's `resolve_user_scope`)."""
@@ -276,7 +243,6 @@ class LogTaskStore(VersionedTaskStore):
             version = await self.tasks.run(work, write=True)
         except (_Stale, LogConflict):
             raise ConcurrentTaskModificationError(task.id) from None
-        self.tasks.wrote()
         return TaskVersion(version)
 
     async def get(self, task_id: str, context: ServerCallContext) -> StoredTask | None:
@@ -393,6 +359,17 @@ def _after(x: Exec, token: str, owner: str) -> tuple[str, list[Any]]:
         return "(status_ns IS NULL AND task_id <= ?)", [first]
     ns = found[0][0]
     return "(status_ns < ? OR (status_ns = ? AND task_id <= ?) OR status_ns IS NULL)", [ns, ns, first]
+
+
+def _prune(x: Exec, cutoff: float, limits: Limits) -> None:
+    """Within the log's pruning: tasks last updated before `cutoff` or beyond the newest
+    `max_rows / EVENTS_PER_TASK`, with their events; events beyond the newest `max_rows`."""
+    x("DELETE FROM a2a_tasks WHERE updated < ?", (cutoff,))
+    newest = "SELECT updated FROM a2a_tasks ORDER BY updated DESC LIMIT 1 OFFSET ?"
+    x(f"DELETE FROM a2a_tasks WHERE updated < ({newest})", (max(1, limits.max_rows // EVENTS_PER_TASK) - 1,))
+    x("DELETE FROM a2a_task_events WHERE task_id NOT IN (SELECT task_id FROM a2a_tasks)")
+    newest = "SELECT ts FROM a2a_task_events ORDER BY ts DESC LIMIT 1 OFFSET ?"
+    x(f"DELETE FROM a2a_task_events WHERE ts < ({newest})", (limits.max_rows - 1,))
 
 
 def _rows(x: Exec, *, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
