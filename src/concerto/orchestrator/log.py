@@ -57,6 +57,7 @@ _EVENT_COLUMNS = "query_id, seq, ts, type, source, step, state, task_id, title, 
 _RUN_COLUMNS = "run_id, query_id, conversation_id, status, events, last_seq, result, created, updated"
 _ALL = 1 << 62  # "no limit" that SQLite and PostgreSQL both take as LIMIT ?
 MAX_PENDING = 1000  # writes queued by `write_events_soon` at most
+SQLITE_TIMEOUT_S = 10.0  # how long a SQLite statement waits for another process's lock
 RETRY_AFTER_S = 5.0  # a database that could not be reached is not tried again before this
 
 
@@ -374,17 +375,31 @@ class SqliteLog(Log):
     def _connection(self) -> sqlite3.Connection:
         if self._con is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            con = sqlite3.connect(self.path, timeout=10, isolation_level=None, check_same_thread=False)
+            con = sqlite3.connect(self.path, timeout=SQLITE_TIMEOUT_S, isolation_level=None, check_same_thread=False)
             try:
-                con.execute("PRAGMA journal_mode=WAL")
-                con.execute("PRAGMA synchronous=NORMAL")  # WAL stays consistent; a power cut may lose the last commits
-                for statement in self.tables:
-                    con.execute(statement)
+                self._set_up(con)
             except BaseException:
                 con.close()
                 raise
             self._con = con
         return self._con
+
+    def _set_up(self, con: sqlite3.Connection) -> None:
+        """WAL and the tables. Two processes opening a new file at once: switching it to WAL
+        answers "database is locked" at once, without waiting as other statements do (1 start
+        in 13 here), so the loser tries again."""
+        deadline = time.monotonic() + SQLITE_TIMEOUT_S
+        while True:
+            try:
+                con.execute("PRAGMA journal_mode=WAL")
+                con.execute("PRAGMA synchronous=NORMAL")  # WAL stays consistent; a power cut may lose the last commits
+                for statement in self.tables:
+                    con.execute(statement)
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)
 
     def _run(self, work: Callable[[Exec], T], *, write: bool) -> T:
         with self._lock:
