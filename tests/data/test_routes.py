@@ -243,10 +243,20 @@ def test_a_client_file_name_cannot_choose_the_path(client: TestClient, tmp_path:
     assert not (tmp_path.parent / "etc").exists() and not (tmp_path.parent / "x.csv").exists()
 
 
-def test_a_name_with_path_parts_is_only_a_name(client: TestClient, tmp_path: Path) -> None:
-    r = upload(client, "sales.csv", SALES, name="../../outside")
-    assert r.status_code == 201 and r.json()["name"] == "outside"
-    assert files_under(tmp_path / "uploads") == ["outside.csv"]
+@pytest.mark.parametrize(
+    ("name", "suggested"),
+    [("../../x", "x"), ("../x", "x"), ("x;DROP TABLE demo", "x_drop_table_demo"), ("Sales", "sales"), ("", None)],
+)
+def test_a_name_that_is_not_a_source_name_is_refused_not_changed(
+    client: TestClient, tmp_path: Path, name: str, suggested: str | None
+) -> None:
+    """Names that differ never become one name (they would replace each other's data)."""
+    assert upload(client, "sales.csv", SALES, name="x").status_code == 201
+    message = refused(upload(client, "other.csv", b"a,b\n1,2\n", name=name), 422)
+    assert message.startswith(f"'{name}' cannot name a source: use lower-case letters, digits and '_'")
+    assert message.endswith(f"e.g. '{suggested}'" if suggested else "at most 63 characters")
+    assert client.get(f"{SOURCES}/x").json()["columns"] == ["region", "amount", "product"]
+    assert files_under(tmp_path / "uploads") == ["x.csv"]
 
 
 def test_describe_overrides_a_column_description(client: TestClient) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import duckdb
@@ -9,7 +10,7 @@ import pytest
 
 from concerto.data.context import ProfileOverrides
 from concerto.data.sources import choose
-from concerto.data.store import DEMO, QueryFailed, SourceError, Store
+from concerto.data.store import DEMO, QueryFailed, SourceError, Store, source_name, valid_name
 
 from .conftest import write
 
@@ -87,10 +88,19 @@ def test_the_demo_answers_on_a_fresh_install_and_yields_to_a_users_source(store:
 
 
 def test_names(store: Store, tmp_path: Path) -> None:
-    assert store.load(write(tmp_path, "Q3 Sales (final).csv", SALES), "Q3 Sales (final)").name == "q3_sales_final"
-    assert store.load(write(tmp_path, "2024.csv", SALES), "2024").name == "t_2024"
-    with pytest.raises(SourceError, match="cannot name a source"):
-        store.load(write(tmp_path, "x.csv", SALES), "!!!")
+    """A file's name is made into a source name; a chosen name is taken as it is or refused,
+    never made into another (which would replace that other source's data)."""
+    assert source_name("Q3 Sales (final)") == "q3_sales_final" and source_name("2024") == "t_2024"
+    assert store.load(write(tmp_path, "q.csv", SALES), "q3_sales_final").name == "q3_sales_final"
+    for chosen, suggested in [("../../x", "x"), ("../x", "x"), ("x;DROP TABLE demo", "x_drop_table_demo"), ("X", "x")]:
+        with pytest.raises(SourceError, match=rf"'{re.escape(chosen)}' cannot name a source: use lower-case letters"):
+            store.load(write(tmp_path, "x.csv", SALES), chosen)
+        with pytest.raises(SourceError, match=rf"e\.g\. '{suggested}'$"):
+            valid_name(chosen)
+    for unusable in ("!!!", "x\n", "", "a" * 64):
+        with pytest.raises(SourceError, match="cannot name a source"):
+            valid_name(unusable)
+    assert [c.name for c in store.contexts()] == ["q3_sales_final"]
 
 
 def test_two_duckdb_stores_in_one_process_share_the_locked_file(tmp_path: Path) -> None:

@@ -31,7 +31,11 @@ def data() -> None:
 
 @data.command("load")
 @click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--name", help="Source name (default: the file's name without extension).")
+@click.option(
+    "--name",
+    help="Source name: lower-case letters, digits and '_', starting with a letter (default: made from the "
+    "file's name).",
+)
 @click.option(
     "--describe",
     "describe",
@@ -52,10 +56,10 @@ def load(path: Path, name: str | None, describe: tuple[str, ...], as_json: bool)
       concerto data load q3.parquet --name sales --describe "amt=Invoice amount in euros"
     """
     from concerto.data.load import LoadError
-    from concerto.data.store import SourceError, source_name
+    from concerto.data.store import SourceError, source_name, valid_name
 
     try:
-        target = source_name(name or path.stem)
+        target = valid_name(name) if name is not None else source_name(path.stem)
         overrides = _overrides(path, target, describe)
         store = _store()
         context = _with_progress(lambda progress: store.load(path, target, overrides=overrides, progress=progress))

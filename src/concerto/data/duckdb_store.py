@@ -22,11 +22,13 @@ import duckdb
 from sqlglot import exp
 
 from concerto.data.context import DataContext, ProfileOverrides
-from concerto.data.load import LoadError, read_file
+from concerto.data.load import LoadError, scrubbed
 from concerto.data.profile import profile_table
-from concerto.data.store import QueryFailed, QueryResult, SourceError, Store, source_name
+from concerto.data.store import QueryFailed, QueryResult, SourceError, Store, valid_name
 
 T = TypeVar("T")
+_SMALL_FILE = 1 << 20  # files under this get small blocks (`_file_config`)
+_SMALL_BLOCK = 16 * 1024
 
 
 class DuckDBStore(Store):
@@ -74,13 +76,14 @@ class DuckDBStore(Store):
         overrides: ProfileOverrides | None = None,
         progress: Callable[[float], None] | None = None,
     ) -> DataContext:
-        name = source_name(name)
+        name = valid_name(name)
+        path = Path(path)
         self.root.mkdir(parents=True, exist_ok=True)
         partial = self.root / f".{name}.{os.getpid()}.loading.duckdb"
         partial.unlink(missing_ok=True)
         try:
-            with duckdb.connect(str(partial)) as con:
-                notes = read_file(con, name, Path(path), max_bytes=self.max_file_bytes, progress=progress)
+            with duckdb.connect(str(partial), config=_file_config(path)) as con:
+                notes = self._read(con, path, name, progress)
                 context = profile_table(
                     con, name, name=name, file_name=Path(path).name, overrides=overrides, notes=notes
                 )
@@ -100,7 +103,7 @@ class DuckDBStore(Store):
         except (LoadError, SourceError):
             raise
         except duckdb.Error as exc:
-            raise LoadError(f"{Path(path).name} could not be loaded: {str(exc).splitlines()[0]}") from None
+            raise LoadError(f"{path.name} could not be loaded: {self._shown(exc, path)}") from None
         finally:
             partial.unlink(missing_ok=True)
             Path(f"{partial}.wal").unlink(missing_ok=True)
@@ -161,7 +164,7 @@ class DuckDBStore(Store):
                 f"the query did not finish within {self.timeout_s:g} s (CONCERTO_DATA_QUERY_TIMEOUT_S)"
             ) from None
         except duckdb.Error as exc:
-            raise QueryFailed(str(exc).splitlines()[0]) from None
+            raise QueryFailed(self._shown(exc)) from None
         finally:
             timer.cancel()
             cursor.close()
@@ -188,6 +191,10 @@ class DuckDBStore(Store):
         )
         return self.query(context, query)
 
+    def _shown(self, exc: BaseException, *paths: Path) -> str:
+        """DuckDB's first line of an error, without the data dir's paths (clients see it)."""
+        return scrubbed(str(exc).splitlines()[0] if str(exc) else type(exc).__name__, *paths, self.root)
+
     def _forget(self, name: str) -> None:
         known = self._readers.pop(name, None)
         if known is not None:
@@ -198,6 +205,18 @@ class DuckDBStore(Store):
         with self._lock:
             for name in list(self._readers):
                 self._forget(name)
+
+
+def _file_config(path: Path) -> dict[str, Any]:
+    """The new database file's settings: blocks of 16 KB for a small file. DuckDB's default
+    256 KB blocks made a 12-byte upload a 536 KB file (its header and two blocks); with 16 KB
+    blocks it is about 44 KB. A larger file keeps the default: 16 KB blocks doubled the file of
+    a 1M-row table (27 MB against 14 MB) and made its load 20% slower."""
+    try:
+        small = path.stat().st_size < _SMALL_FILE
+    except OSError:
+        small = False
+    return {"default_block_size": str(_SMALL_BLOCK)} if small else {}
 
 
 def _write_atomically(path: Path, text: str) -> None:

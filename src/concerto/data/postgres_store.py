@@ -27,9 +27,9 @@ from psycopg import sql as pgsql
 from sqlglot import exp
 
 from concerto.data.context import DataContext, ProfileOverrides
-from concerto.data.load import LoadError, read_file
+from concerto.data.load import LoadError, scrubbed
 from concerto.data.profile import profile_table
-from concerto.data.store import QueryFailed, SourceError, Store, source_name
+from concerto.data.store import QueryFailed, SourceError, Store, valid_name
 
 SCHEMA = "concerto"
 READER = "concerto_reader"
@@ -122,11 +122,15 @@ class PostgresStore(Store):
         overrides: ProfileOverrides | None = None,
         progress: Callable[[float], None] | None = None,
     ) -> DataContext:
-        name = source_name(name)
+        name = valid_name(name)
         path = Path(path)
-        with tempfile.TemporaryDirectory(prefix="concerto-pg-load-") as tmp, duckdb.connect() as duck:
+        # A DuckDB file, not an in-memory database: the table must not have to fit in memory.
+        with (
+            tempfile.TemporaryDirectory(prefix="concerto-pg-load-") as tmp,
+            duckdb.connect(str(Path(tmp) / "load.duckdb")) as duck,
+        ):
             try:
-                notes = read_file(duck, name, path, max_bytes=self.max_file_bytes, progress=progress)
+                notes = self._read(duck, path, name, progress)
                 context = profile_table(
                     duck, name, name=name, file_name=path.name, backend="postgres", overrides=overrides, notes=notes
                 )
@@ -134,7 +138,7 @@ class PostgresStore(Store):
                 csv_path = Path(tmp) / "rows.csv"
                 duck.execute(f'COPY "{name}" TO $1 (FORMAT csv, HEADER true)', [str(csv_path)])
             except duckdb.Error as exc:
-                raise LoadError(f"{path.name} could not be loaded: {_first_line(exc)}") from None
+                raise LoadError(f"{path.name} could not be loaded: {scrubbed(_first_line(exc), path)}") from None
             self._copy_in(context, csv_path, vectors)
         return context
 

@@ -41,9 +41,9 @@ from starlette.requests import ClientDisconnect
 
 from concerto.contracts.orchestrator import OrchestratorErrorResponse
 from concerto.data.context import DataContext, ProfileOverrides
-from concerto.data.load import KINDS, LoadError, kind_of
+from concerto.data.load import KINDS, LoadError, TooLarge, kind_of
 from concerto.data.sources import store_for
-from concerto.data.store import QueryFailed, SourceError, Store, source_name
+from concerto.data.store import ALLOWED, QueryFailed, SourceError, Store, source_name, valid_name
 from concerto.settings import Settings, SettingsError
 
 FIELD_BYTES = 64 * 1024  # the most one text field (name, describe) may hold
@@ -78,8 +78,10 @@ UPLOAD_BODY: dict[str, Any] = {
                     },
                     _NAME: {
                         "type": "string",
-                        "description": "Source name (default: the file's name without extension); "
-                        "a source of the same name is replaced",
+                        "pattern": r"^[a-z][a-z0-9_]{0,62}$",
+                        "description": f"Source name: {ALLOWED}; another name is refused (422) with a "
+                        "suggestion, never changed into one. Default: made from the file's name. A source of the "
+                        "same name is replaced",
                     },
                     _DESCRIBE: {
                         "type": "array",
@@ -155,6 +157,8 @@ async def _call(work: Any, *args: Any, **kwargs: Any) -> Any:
         return await run_in_threadpool(work, *args, **kwargs)
     except SourceError as exc:
         raise Refused(404, str(exc)) from None
+    except TooLarge as exc:
+        raise Refused(413, str(exc)) from None
     except LoadError as exc:
         raise Refused(422, str(exc)) from None
     except QueryFailed as exc:
@@ -174,15 +178,17 @@ async def upload_source(request: Request) -> Any:
     the same name) and answer its data context, as `concerto data load` does.
 
     Form fields: `file` (required), `name`, and `describe` (repeatable `COLUMN=TEXT`). A file
-    over `CONCERTO_DATA_MAX_FILE_MB` is refused with 413 while it arrives; a file that cannot
-    become a table (its type, empty, ragged rows, ...) with 422 and the loader's message.
+    over `CONCERTO_DATA_MAX_FILE_MB` is refused with 413 while it arrives, a workbook that
+    unpacks to more than `CONCERTO_DATA_MAX_UNPACKED_MB` with 413 before it is read; a file that
+    cannot become a table (its type, empty, ragged rows, ...) with 422 and the loader's
+    message, a `name` that is not a source name with 422 and a suggestion.
     """
     uploads = Path(_settings(request).data_dir) / "uploads"
     incoming = uploads / f".incoming-{uuid.uuid4().hex}"
     try:
         store = _store(request)
         form = await _receive(request, incoming, store.max_file_bytes)
-        target = source_name(form.name or form.stem)
+        target = valid_name(form.name) if form.name is not None else source_name(form.stem)
         overrides = _overrides(form.describe)
         path = form.path.rename(form.path.with_name(f"{target}{form.suffix}"))
         context: DataContext = await _call(store.load, path, target, overrides=overrides)

@@ -13,7 +13,24 @@ class DataSettings(PackSettings):
     database_url: SecretStr | None = Field(
         None, description="PostgreSQL URL for loaded tables, e.g. postgresql://user:pw@host/db (default: DuckDB files)"
     )
-    data_max_file_mb: int = Field(1024, ge=1, description="Largest file `concerto data load` or an upload accepts")
+    data_max_file_mb: int = Field(
+        1024,
+        ge=1,
+        description="Largest file `concerto data load` or an upload accepts; also the most a Parquet file's "
+        "pages may unpack to",
+    )
+    data_max_unpacked_mb: int = Field(
+        64,
+        ge=1,
+        description="Most an Excel workbook may unpack to (all its parts, checked before it is read: a workbook "
+        "is read into memory whole, at about 2.5 times this); over it, a load is refused (an upload with 413)",
+    )
+    data_load_memory_mb: int = Field(
+        128,
+        ge=16,
+        description="DuckDB's memory limit while it reads a file (plus 64 KB per column), so that a load's memory "
+        "does not grow with the file; a load that needs more fails and names this setting",
+    )
     data_row_cap: int = Field(10000, ge=1, le=1_000_000, description="Rows one query returns at most")
     data_query_timeout_s: float = Field(10.0, gt=0, le=600, description="Time limit of one query")
     data_import_dirs: str = Field(

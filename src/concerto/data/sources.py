@@ -35,6 +35,8 @@ def store_for(settings: Settings, resources: Resources | None = None) -> Store:
             "row_cap": data.data_row_cap,
             "timeout_s": data.data_query_timeout_s,
             "max_file_bytes": data.data_max_file_mb * 2**20,
+            "max_unpacked_bytes": data.data_max_unpacked_mb * 2**20,
+            "load_memory_bytes": data.data_load_memory_mb * 2**20,
             "embedder": _embedder(resources),
             "embed_max_values": data.data_embed_max_values,
         }

@@ -52,15 +52,32 @@ def _vectors_query(context: DataContext, column: str) -> exp.Select:
     return exp.select("value", "embedding").from_(table).where(condition)
 
 
+ALLOWED = "lower-case letters, digits and '_', starting with a letter, at most 63 characters"
+
+
 def source_name(text: str) -> str:
-    """A valid source name from a file stem or a user's choice: lower snake case, starting
-    with a letter ("Q3 Sales (final)" → q3_sales_final, "2024" → t_2024)."""
+    """A source name made from a file's name: lower snake case, starting with a letter
+    ("Q3 Sales (final)" → q3_sales_final, "2024" → t_2024). Only for names derived from a
+    file; a name someone chose is taken as it is or refused (`valid_name`)."""
     name = re.sub(r"[^0-9a-z]+", "_", text.strip().lower()).strip("_")
     if name and name[0].isdigit():
         name = f"t_{name}"
-    if not NAME.match(name[:63]):
-        raise SourceError(f"'{text}' cannot name a source; use letters, digits and '_'")
+    if not NAME.fullmatch(name[:63]):
+        raise SourceError(f"'{text[:80]}' cannot name a source; give a name of {ALLOWED}")
     return name[:63]
+
+
+def valid_name(text: str) -> str:
+    """`text` when it is a source name (see `ALLOWED`); else `SourceError` suggesting one. A
+    chosen name is never changed into another: "../x", "x;DROP TABLE demo" and "X" would all
+    have become "x" and replaced each other's data."""
+    if NAME.fullmatch(text):
+        return text
+    try:
+        suggestion = f"; e.g. '{source_name(text)}'"
+    except SourceError:
+        suggestion = ""
+    raise SourceError(f"'{text[:80]}' cannot name a source: use {ALLOWED}{suggestion}")
 
 
 class Store(ABC):
@@ -74,12 +91,16 @@ class Store(ABC):
         row_cap: int,
         timeout_s: float,
         max_file_bytes: int,
+        max_unpacked_bytes: int = 64 * 2**20,
+        load_memory_bytes: int = 128 * 2**20,
         embedder: Callable[[], Embedder] | None = None,
         embed_max_values: int = 5000,
     ) -> None:
         self.row_cap = row_cap
         self.timeout_s = timeout_s
         self.max_file_bytes = max_file_bytes
+        self.max_unpacked_bytes = max_unpacked_bytes
+        self.load_memory_bytes = load_memory_bytes
         self.embedder = embedder  # text columns are embedded at load time when given
         self.embed_max_values = embed_max_values
 
@@ -103,7 +124,26 @@ class Store(ABC):
         overrides: ProfileOverrides | None = None,
         progress: Callable[[float], None] | None = None,
     ) -> DataContext:
-        """Read the file into a new source (replacing one of the same name) and profile it."""
+        """Read the file into a new source (replacing one of the same name) and profile it.
+        `name` must be a source name (`valid_name`); it is not changed into one."""
+
+    def _read(self, con: Any, path: Path, name: str, progress: Callable[[float], None] | None) -> list[str]:
+        """`read_file` under this store's limits, with a note when the load replaces a source."""
+        from concerto.data.load import read_file
+
+        notes = read_file(
+            con,
+            name,
+            path,
+            max_bytes=self.max_file_bytes,
+            max_unpacked_bytes=self.max_unpacked_bytes,
+            memory_bytes=self.load_memory_bytes,
+            progress=progress,
+        )
+        earlier = next((c for c in self.contexts() if c.name == name), None)
+        if earlier is not None:
+            notes.append(f"replaces the source '{name}' loaded from {earlier.file_name} at {earlier.loaded_at:%Y-%m-%d %H:%M} UTC")
+        return notes
 
     def _embeddings(self, con: Any, context: DataContext) -> Any:
         """Embed the loaded table's text and name columns (see embed.py); record them in `context`

@@ -68,3 +68,35 @@ def masked(text: str, terms: list[str]) -> str:
         else:
             out.append(token)
     return " ".join(out)
+
+
+class TermIndex:
+    """Which of many terms a question names (`named` for each term, as one lookup).
+
+    Built once per set of terms (a linear pass), so that asking costs what the question's
+    words find, not the number of terms: a table of 10,000 columns must not make every routed
+    question read 10,000 terms. Each term is filed under its rarest word; a question finds the
+    terms filed under its own words and keeps those whose every word it names.
+    """
+
+    def __init__(self, terms: tuple[str, ...]) -> None:
+        self.terms = terms
+        self._words = [frozenset(stem(w) for w in words(t)) for t in terms]
+        counts: dict[str, int] = {}
+        for found in self._words:
+            for word in found:
+                counts[word] = counts.get(word, 0) + 1
+        self._filed: dict[str, list[int]] = {}
+        for position, found in enumerate(self._words):
+            if found:
+                self._filed.setdefault(min(found, key=lambda w: (counts[w], w)), []).append(position)
+
+    def named(self, question_stems: set[str]) -> list[str]:
+        """The terms the question names (see `named`), in the order they were given."""
+        hits = [
+            position
+            for word in question_stems
+            for position in self._filed.get(word, ())
+            if self._words[position] <= question_stems
+        ]
+        return [self.terms[position] for position in sorted(hits)]

@@ -17,10 +17,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from concerto.agents.base import Agent, AgentInfo
+from concerto.agents.base import Agent, AgentInfo, Holdings
 from concerto.contracts.orchestrator import IntentClassification, OrchestratorInput
 from concerto.llm.base import LLMClient, LLMError, Message, Usage
-from concerto.nlp.terms import masked, named, stem, stems, words
+from concerto.nlp.terms import TermIndex, masked, stem, stems, words
 from concerto.orchestrator.intents import IntentSpec
 from concerto.orchestrator.semantic import Match, SemanticIndex, Target, clauses, steps
 
@@ -72,6 +72,7 @@ class Router:
         self.threshold = threshold
         self.llm = llm
         self.llm_retries = llm_retries
+        self._indexes: dict[str, tuple[tuple[str, ...], TermIndex]] = {}  # holdings key → (terms, their index)
 
     @staticmethod
     def targets(infos: list[AgentInfo], intents: Mapping[str, IntentSpec]) -> list[Target]:
@@ -208,7 +209,7 @@ class Router:
             question = stems(text)
             found: dict[str, list[str]] = {}
             for name, held in holdings.items():
-                terms = [t for t in held.terms if named(question, t)] if held else []
+                terms = self._index(held).named(question) if held else []
                 if terms:
                     found[name] = terms
             found = _most_specific(found)
@@ -218,6 +219,18 @@ class Router:
                     found[intent] = terms
             out.append(found)
         return out
+
+    def _index(self, held: Holdings) -> TermIndex:
+        """The index of what an agent holds, built once per version of its terms (`Holdings.key`):
+        routing then costs what the question names, not how many terms are held (a table of
+        10,000 columns). Agents that hold the same data (the analytics agents) share one."""
+        known = self._indexes.get(held.key)
+        if known is None or (known[0] is not held.terms and known[0] != held.terms):
+            if len(self._indexes) > 64:  # keys of versions no agent holds any more
+                self._indexes.clear()
+            known = (held.terms, TermIndex(held.terms))
+            self._indexes[held.key] = known
+        return known[1]
 
     def _unready(self, query: OrchestratorInput | None = None) -> set[str]:
         return {name for name, agent in self.agents.items() if agent.ready(query) is not None}

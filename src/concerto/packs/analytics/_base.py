@@ -376,7 +376,14 @@ class AnalyticsAgent(Agent):
             contexts = store_for(self.settings, self.resources).contexts()
         except (QueryFailed, SourceError):
             return None
-        return holdings_of([c for c in contexts if c.built_in is None])
+        mine = [c for c in contexts if c.built_in is None]
+        # Once per version of the loaded sources, for all the analytics agents: routing asks
+        # each of them on every question, and a wide table has thousands of terms.
+        cached: Holdings | None = self.resources.get(_HOLDINGS, lambda: None)
+        if cached is None or cached.key != _holdings_key(mine):
+            cached = holdings_of(mine)
+            self.resources.put(_HOLDINGS, cached)
+        return cached
 
     # -- shared steps ----------------------------------------------------------------------
 
@@ -538,32 +545,41 @@ _GENERIC = frozenset(
 )
 
 
+_HOLDINGS = "analytics.holdings"
+_DEMO_UNLOADED = "demo-unloaded"
+
+
+def _holdings_key(contexts: list[DataContext]) -> str:
+    return ",".join(c.data_source_id for c in contexts) or _DEMO_UNLOADED
+
+
 def holdings_of(contexts: list[DataContext]) -> Holdings:
     """Terms a question may name to mean the loaded data; the demo's, when nothing is loaded."""
     if not contexts:
         from concerto.data.demo import DEMO_PROFILE, INDUSTRIES, REGIONS, SEGMENTS
 
         columns = list(DEMO_PROFILE["field_descriptions"])
-        return Holdings("demo-unloaded", _terms(["demo", "customer", *columns, *INDUSTRIES, *REGIONS, *SEGMENTS]))
+        return Holdings(_DEMO_UNLOADED, _terms(["demo", "customer", *columns, *INDUSTRIES, *REGIONS, *SEGMENTS]))
     terms: list[str] = []
     for c in contexts:
         terms += [c.name, c.semantic_profile.entity_name, *c.columns]
         terms += [str(v) for p in c.detected_types.values() for v in p.categories]
-    return Holdings(",".join(c.data_source_id for c in contexts), _terms(terms))
+    return Holdings(_holdings_key(contexts), _terms(terms))
 
 
 def _terms(names: list[str]) -> tuple[str, ...]:
+    """The distinct terms of `names`, in order (one pass: a wide table has thousands)."""
     from concerto.nlp.terms import words
 
-    out = []
+    out: dict[str, None] = {}
     for name in names:
         parts = words(name.replace("_", " "))
         # "flipper length mm" is also named as "flipper length": a short last word is a unit.
         variants = [parts, parts[:-1]] if len(parts) > 1 and len(parts[-1]) <= 3 else [parts]
         for variant in variants:
             term = " ".join(variant)
-            if term and not (" " not in term and (term in _GENERIC or len(term) < 3)) and term not in out:
-                out.append(term)
+            if term and not (" " not in term and (term in _GENERIC or len(term) < 3)):
+                out[term] = None
     return tuple(out)
 
 

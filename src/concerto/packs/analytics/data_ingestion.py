@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 from sqlglot import exp
@@ -22,7 +22,7 @@ from concerto.contracts.events import EventType
 from concerto.data.context import DataContext
 from concerto.data.load import KINDS, LoadError
 from concerto.data.settings import DataSettings
-from concerto.data.store import SourceError, Store, source_name
+from concerto.data.store import SourceError, Store, source_name, valid_name
 from concerto.packs.analytics import sql, words
 from concerto.packs.analytics._base import AnalyticsAgent, Executed, Insights, Planned, Work
 
@@ -69,10 +69,10 @@ class DataIngestionAgent(AnalyticsAgent):
         request = str(payload.get("request") or "")
         given, name = _file_and_name(request)
         path = _allowed(given, context)
-        target = name or path.stem
-        await context.emit(EventType.ACTION, f"Loading {path.name} as {source_name(target)}", {"file": path.name}, 2)
         try:
-            loaded = await asyncio.to_thread(store.load, path, source_name(target))
+            target = valid_name(name) if name is not None else source_name(path.stem)
+            await context.emit(EventType.ACTION, f"Loading {path.name} as {target}", {"file": path.name}, 2)
+            loaded = await asyncio.to_thread(store.load, path, target)
         except (LoadError, SourceError) as exc:
             raise AgentFailure(str(exc), error_type="load_failed", kind=ErrorKind.VALIDATION) from None
         if context.llm is None:
@@ -157,9 +157,10 @@ def _allowed(given: str, context: AgentContext) -> Path:
         candidate = (root / given).resolve()
         if candidate.is_relative_to(root) and candidate.is_file():
             return candidate
-    shown = ", ".join(str(f) for f in folders)
+    # The folders by what they are, not where: the message reaches API clients.
+    shown = "the data dir's uploads folder" + (", or a folder of CONCERTO_DATA_IMPORT_DIRS" if folders[1:] else "")
     raise AgentFailure(
-        f"No file '{given}' in the folders a question may load from ({shown}).",
+        f"No file '{PurePath(given).name}' in the folders a question may load from ({shown}).",
         error_type="file_not_found",
         kind=ErrorKind.NOT_FOUND,
         suggestion="Upload it (POST /v1/data/sources, or the page), load it with `concerto data load PATH`, or add "
