@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,8 +15,10 @@ from .conftest import write
 SALES = "order_id,region,amount,day\n1,East,10.5,2024-01-02\n2,West,3.0,2024-02-03\n3,East,7.25,2024-03-04\n"
 
 
-def concerto(*args: str, data_dir: Path) -> subprocess.CompletedProcess[str]:
+def concerto(*args: str, data_dir: Path, **settings: str) -> subprocess.CompletedProcess[str]:
     env = {"CONCERTO_DATA_DIR": str(data_dir), "PATH": "/usr/bin:/bin", "HOME": str(data_dir), "COLUMNS": "200"}
+    env |= {"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else {}  # the sources under test
+    env |= settings
     return subprocess.run(
         [sys.executable, "-m", "concerto.cli", *args], capture_output=True, text=True, timeout=120, env=env
     )
@@ -68,3 +71,21 @@ def test_unknown_names_and_bad_describe(tmp_path: Path, data_dir: Path) -> None:
     assert dropped.returncode != 0 and "Traceback" not in dropped.stderr
     bad = concerto("data", "load", str(write(tmp_path, "s.csv", SALES)), "--describe", "nothing", data_dir=data_dir)
     assert bad.returncode == 2 and "COLUMN=TEXT" in bad.stderr
+
+
+def test_a_workbook_that_unpacks_over_the_limit_is_a_clear_error(tmp_path: Path, data_dir: Path) -> None:
+    from .workbooks import workbook
+
+    bomb = workbook(tmp_path / "bomb.xlsx", rows=40_000)  # 0.9 MB unpacking to 11 MB
+    done = concerto("data", "load", str(bomb), data_dir=data_dir, CONCERTO_DATA_MAX_UNPACKED_MB="4")
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert "bomb.xlsx unpacks to 11 MB; the limit is 4 MB (CONCERTO_DATA_MAX_UNPACKED_MB)" in done.stderr
+    assert not (data_dir / "sources").exists() or not list((data_dir / "sources").iterdir())
+
+
+def test_a_chosen_name_is_taken_as_it_is_or_refused(tmp_path: Path, data_dir: Path) -> None:
+    path = write(tmp_path, "s.csv", SALES)
+    done = concerto("data", "load", str(path), "--name", "../x", data_dir=data_dir)
+    assert done.returncode == 1 and "'../x' cannot name a source: use lower-case letters" in done.stderr
+    assert "e.g. 'x'" in done.stderr
+    assert concerto("data", "load", str(path), "--name", "x", data_dir=data_dir).returncode == 0

@@ -8,7 +8,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from concerto.data.load import LoadError, read_file
+from concerto.data.load import LoadError, read_file, scrubbed
 
 from .conftest import write
 
@@ -72,8 +72,19 @@ def test_semicolons_tabs_parquet_json_and_excel(tmp_path: Path) -> None:
     ],
 )
 def test_bad_files_are_refused_with_the_reason(tmp_path: Path, name: str, content: str | bytes, message: str) -> None:
-    with pytest.raises(LoadError, match=message.replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(LoadError, match=message.replace("(", r"\(").replace(")", r"\)")) as refused:
         load(write(tmp_path, name, content))
+    assert str(tmp_path.parent) not in str(refused.value), "a client of the server sees it: no server paths"
+
+
+def test_no_server_path_in_any_message(tmp_path: Path) -> None:
+    with pytest.raises(LoadError) as missing:
+        load(tmp_path / "gone.csv")
+    assert str(missing.value) == "gone.csv: no such file"
+    assert scrubbed(f"IO Error: cannot open '{tmp_path}/x.csv' or C:\\srv\\y.csv", tmp_path / "x.csv") == (
+        "IO Error: cannot open 'x.csv' or y.csv"
+    )
+    assert scrubbed("format YYYY/MM/DD, ratio 1/2, a / b") == "format YYYY/MM/DD, ratio 1/2, a / b"
 
 
 def test_too_large_is_refused_before_reading(tmp_path: Path) -> None:

@@ -18,6 +18,8 @@ import pytest
 
 from _services.serve import running_serve
 
+from .workbooks import understated, workbook
+
 LIMIT_MB = 64
 TWO_GB = 2 * 2**30
 MB = b"x" * 2**20
@@ -138,3 +140,57 @@ def test_an_upload_within_the_limit_still_loads(server: Server) -> None:
     assert server.stored() == ["small.csv"]
     assert httpx.delete(f"{server.base}/v1/data/sources/small", timeout=10).status_code == 204
     nothing_stored(server)
+
+
+def grown_mb(server: Server, before_kb: int) -> float:
+    return (server.memory_kb("VmHWM") - before_kb) / 1024
+
+
+def test_a_workbook_bomb_is_413_and_a_liar_422_without_reading_them(server: Server, tmp_path: Path) -> None:
+    bomb = workbook(tmp_path / "bomb.xlsx", rows=300_000)  # 5 MB unpacking to 85 MB (the limit is 64)
+    liar = understated(workbook(tmp_path / "liar.xlsx", rows=300_000))  # the same, declaring 1 KB
+    server.reset_peak()
+    before = server.memory_kb("VmRSS")
+    response = httpx.post(
+        f"{server.base}/v1/data/sources", files={"file": ("bomb.xlsx", bomb.read_bytes())}, timeout=60
+    )
+    assert response.status_code == 413, response.text
+    assert response.json()["error_message"] == (
+        "bomb.xlsx unpacks to 85 MB; the limit is 64 MB (CONCERTO_DATA_MAX_UNPACKED_MB)"
+    )
+    response = httpx.post(
+        f"{server.base}/v1/data/sources", files={"file": ("liar.xlsx", liar.read_bytes())}, timeout=60
+    )
+    assert response.status_code == 422 and "Bad CRC-32" in response.json()["error_message"], response.text
+    assert grown_mb(server, before) < 32
+    nothing_stored(server)
+
+
+def test_a_workbook_just_within_the_limit_loads_in_bounded_memory(server: Server, tmp_path: Path) -> None:
+    path = workbook(tmp_path / "fine.xlsx", rows=200_000)  # unpacks to 58 MB, fastexcel holds it whole
+    server.reset_peak()
+    before = server.memory_kb("VmRSS")
+    response = httpx.post(
+        f"{server.base}/v1/data/sources", files={"file": ("fine.xlsx", path.read_bytes())}, timeout=120
+    )
+    assert response.status_code == 201, response.text
+    assert response.json()["row_count"] == 200_000
+    assert grown_mb(server, before) < 256, "one upload may raise the server's memory by 256 MB at most"
+    assert httpx.delete(f"{server.base}/v1/data/sources/fine", timeout=10).status_code == 204
+
+
+def test_a_table_of_10000_columns_loads_in_bounded_memory(server: Server, tmp_path: Path) -> None:
+    header = ",".join(f"metric_{n}" for n in range(10_000))
+    rows = "".join(",".join(str((r * n) % 997) for n in range(10_000)) + "\n" for r in range(10))
+    server.reset_peak()
+    before = server.memory_kb("VmRSS")
+    started = time.monotonic()
+    response = httpx.post(
+        f"{server.base}/v1/data/sources", files={"file": ("wide.csv", f"{header}\n{rows}".encode())}, timeout=120
+    )
+    took = time.monotonic() - started
+    assert response.status_code == 201, response.text
+    assert len(response.json()["columns"]) == 10_000
+    assert grown_mb(server, before) < 256, "one upload may raise the server's memory by 256 MB at most"
+    assert took < 60, f"{took:.0f} s (it was 2 min 18 s)"
+    assert httpx.delete(f"{server.base}/v1/data/sources/wide", timeout=10).status_code == 204

@@ -34,7 +34,9 @@ KINDS = {
     ".ods": "excel",
 }
 _SNIFF_BYTES = 65536
+_LONGEST_HEADER = 16 * 2**20
 _BUFFER_PER_COLUMN = 64 * 1024
+_WIDE = 1000  # columns from which a file is read by one thread
 
 Progress = Callable[[float], None]
 # An absolute path (POSIX or Windows) not inside a word: "/srv/data/x.csv" → "x.csv".
@@ -108,8 +110,12 @@ def read_file(
 def _limit_memory(con: duckdb.DuckDBPyConnection, memory_bytes: int, columns: int) -> None:
     """DuckDB's memory limit for this load: a 927 MB CSV took 640 MB more without one, 150 MB
     with 128 MB (and 16% longer); a table of 10,000 columns needs its 64 KB per column of
-    buffers counted (it fails under 700 MB, though it takes about 220 MB)."""
+    buffers counted (it fails under 700 MB, though it takes about 220 MB). A wide file is read
+    by one thread: each thread has buffers for every column (10,000 columns: 190 MB with one
+    thread, 250 MB with two, for the same time)."""
     con.execute(f"SET memory_limit = '{(memory_bytes + columns * _BUFFER_PER_COLUMN) // 1024}KiB'")
+    if columns > _WIDE:
+        con.execute("SET threads = 1")
 
 
 def column_types(con: duckdb.DuckDBPyConnection, table: str) -> dict[str, str]:
@@ -129,7 +135,10 @@ def _reader(kind: str, path: Path) -> tuple[str, list[Any], list[str]]:
         return "read_parquet($1)", [str(path)], []
     if kind == "json":
         return "read_json($1)", [str(path)], []
-    head = path.open("rb").read(_SNIFF_BYTES)
+    with path.open("rb") as handle:
+        head = handle.read(_SNIFF_BYTES)
+        if b"\n" not in head:  # a header longer than the sample (10,000 columns): all of it
+            head += handle.readline(_LONGEST_HEADER)
     try:
         text = head.decode("utf-8")
     except UnicodeDecodeError as exc:

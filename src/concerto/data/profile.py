@@ -190,7 +190,8 @@ def _samples(con: duckdb.DuckDBPyConnection, table: str, types: dict[str, str], 
     limit = _SAMPLE_ROWS if read < rows else None
     out: dict[str, list[Any]] = {c: [] for c in types}
     for group in _groups(types, _width(read), by_type=True):
-        grouped = f"SELECT name, value, count(*) AS n FROM {_long(table, group, limit)} WHERE value IS NOT NULL GROUP BY name, value"
+        long = _long(table, group, limit)
+        grouped = f"SELECT name, value, count(*) AS n FROM {long} WHERE value IS NOT NULL GROUP BY name, value"
         ranked = (
             f"SELECT name, value FROM ({grouped}) "
             f"QUALIFY row_number() OVER (PARTITION BY name ORDER BY n DESC, value) <= {_SAMPLES} "

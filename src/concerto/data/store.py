@@ -142,7 +142,8 @@ class Store(ABC):
         )
         earlier = next((c for c in self.contexts() if c.name == name), None)
         if earlier is not None:
-            notes.append(f"replaces the source '{name}' loaded from {earlier.file_name} at {earlier.loaded_at:%Y-%m-%d %H:%M} UTC")
+            when = f"{earlier.loaded_at:%Y-%m-%d %H:%M} UTC"
+            notes.append(f"replaces the source '{name}' loaded from {earlier.file_name} at {when}")
         return notes
 
     def _embeddings(self, con: Any, context: DataContext) -> Any:

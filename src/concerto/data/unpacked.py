@@ -71,7 +71,9 @@ def check_parquet(path: Path, limit: int) -> int:
             handle.seek(size - 8)
             footer, magic = struct.unpack("<I4s", handle.read(8))
             if magic == b"PAR1" and footer > _MOST_FOOTER:
-                raise TooLarge(f"{path.name} has a footer of {footer / 2**20:,.0f} MB; the most is {_MOST_FOOTER >> 20} MB")
+                raise TooLarge(
+                    f"{path.name} has a footer of {footer / 2**20:,.0f} MB; the most is {_MOST_FOOTER >> 20} MB"
+                )
     try:
         meta = pq.ParquetFile(path).metadata
     except (pa.ArrowException, OSError):

@@ -90,7 +90,12 @@ async def test_ingestion_loads_only_from_allowed_folders(tmp_path: Path, embedde
     assert output(answer, "data_ingestion")["source"] == "mini"
     for question in ("load ../../secret.csv as leak", f"load {tmp_path / 'secret.csv'} as leak"):
         result = await orchestrator.ask(question)
-        assert isinstance(result, OrchestratorErrorResponse) and "No file" in result.error_message
+        assert isinstance(result, OrchestratorErrorResponse)
+        assert "No file 'secret.csv' in the folders a question may load from" in result.error_message
+        assert str(tmp_path / "data") not in result.model_dump_json(), "the data dir reaches API clients"
+    for question in ("load mini.csv as Mini", "load mini.csv as ../x"):  # names are taken as given, or refused
+        result = await orchestrator.ask(question)
+        assert isinstance(result, OrchestratorErrorResponse) and "cannot name a source" in result.error_message
     assert [c.name for c in store_for(orchestrator.settings, orchestrator.resources).contexts()] == ["mini"]
 
 

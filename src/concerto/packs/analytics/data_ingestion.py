@@ -35,7 +35,8 @@ _COMMAND = re.compile(
     + r")|\"[^\"]+\"|'[^']+')(?:\s+(?:as|named|called)\s+\S.*)?$",
     re.I,
 )
-_AS = re.compile(r"\b(?:as|named|called|call it)\s+[\"']?([A-Za-z][\w -]{0,62}?)[\"']?[?.!]*\s*$", re.I)
+# Whatever follows "as" is the name asked for: taken as it is or refused, never ignored.
+_AS = re.compile(r"\b(?:as|named|called|call it)\s+[\"']?(\S.{0,99}?)[\"']?[?.!]*\s*$", re.I)
 
 
 class DataIngestionAgent(AnalyticsAgent):

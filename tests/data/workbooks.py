@@ -1,0 +1,74 @@
+"""Excel workbooks made for tests (and benchmarks/bench_data_edges.py): a real .xlsx of any
+size written as a stream, and the same with its zip directory understating what it holds.
+A sheet of repeated rows deflates about 300:1, so a few hundred KB unpack to many MB."""
+
+from __future__ import annotations
+
+import struct
+import zipfile
+from pathlib import Path
+
+_PARTS = {
+    "[Content_Types].xml": '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
+    '<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
+    '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
+    '<Default Extension="xml" ContentType="application/xml"/>'
+    '<Override PartName="/xl/workbook.xml" '
+    'ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/>'
+    '<Override PartName="/xl/worksheets/sheet1.xml" '
+    'ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/></Types>',
+    "_rels/.rels": '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
+    '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
+    '<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/'
+    'officeDocument" Target="xl/workbook.xml"/></Relationships>',
+    "xl/workbook.xml": '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
+    '<workbook xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" '
+    'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships">'
+    '<sheets><sheet name="Sheet1" sheetId="1" r:id="rId1"/></sheets></workbook>',
+    "xl/_rels/workbook.xml.rels": '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
+    '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
+    '<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/'
+    'worksheet" Target="worksheets/sheet1.xml"/></Relationships>',
+}
+SHEET = "xl/worksheets/sheet1.xml"
+
+
+def workbook(path: Path, rows: int, columns: int = 10) -> Path:
+    """An .xlsx of `rows` rows of numbers under a header row (about 26 bytes of XML a cell)."""
+    letters = [chr(65 + i) for i in range(columns)]
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=6) as archive:
+        for name, text in _PARTS.items():
+            archive.writestr(name, text)
+        with archive.open(SHEET, "w") as sheet:
+            sheet.write(
+                b'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
+                b'<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData>'
+            )
+            head = "".join(f'<c r="{c}1" t="inlineStr"><is><t>col_{c.lower()}</t></is></c>' for c in letters)
+            sheet.write(f'<row r="1">{head}</row>'.encode())
+            for r in range(2, rows + 2):
+                cells = "".join(f'<c r="{c}{r}"><v>{r % 97}</v></c>' for c in letters)
+                sheet.write(f'<row r="{r}">{cells}</row>'.encode())
+            sheet.write(b"</sheetData></worksheet>")
+    return path
+
+
+def understated(path: Path, declared: int = 1000) -> Path:
+    """The workbook with its sheet's uncompressed size declared as `declared` bytes, in the
+    local header and the central directory (a bomb that hides what it holds)."""
+    data = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as archive:
+        info = archive.getinfo(SHEET)
+    struct.pack_into("<I", data, info.header_offset + 22, declared)  # local header: uncompressed size
+    name = SHEET.encode()
+    at = 0
+    while True:
+        at = data.find(b"PK\x01\x02", at)
+        assert at >= 0, "no central directory entry for the sheet"
+        length = struct.unpack_from("<H", data, at + 28)[0]
+        if bytes(data[at + 46 : at + 46 + length]) == name:
+            struct.pack_into("<I", data, at + 24, declared)  # central directory: uncompressed size
+            break
+        at += 4
+    path.write_bytes(bytes(data))
+    return path
