@@ -53,6 +53,27 @@ def workbook(path: Path, rows: int, columns: int = 10) -> Path:
     return path
 
 
+def bomb(path: Path, unpacked_mb: int, columns: int = 10) -> Path:
+    """A valid .xlsx whose sheet is `unpacked_mb` MB of the same row over and over (rows need no
+    `r` attribute), made in seconds: 483 MB compress to about 1.4 MB."""
+    cells = "".join(f"<c><v>{n}</v></c>" for n in range(columns))
+    block = (f"<row>{cells}</row>" * 4096).encode()
+    head = "".join(f'<c t="inlineStr"><is><t>col_{n}</t></is></c>' for n in range(columns))
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
+        for name, text in _PARTS.items():
+            archive.writestr(name, text)
+        with archive.open(SHEET, "w", force_zip64=True) as sheet:
+            sheet.write(
+                b'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
+                b'<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData>'
+                + f"<row>{head}</row>".encode()
+            )
+            for _ in range(unpacked_mb * 2**20 // len(block)):
+                sheet.write(block)
+            sheet.write(b"</sheetData></worksheet>")
+    return path
+
+
 def understated(path: Path, declared: int = 1000) -> Path:
     """The workbook with its sheet's uncompressed size declared as `declared` bytes, in the
     local header and the central directory (a bomb that hides what it holds)."""
