@@ -89,3 +89,13 @@ def test_a_chosen_name_is_taken_as_it_is_or_refused(tmp_path: Path, data_dir: Pa
     assert done.returncode == 1 and "'../x' cannot name a source: use lower-case letters" in done.stderr
     assert "e.g. 'x'" in done.stderr
     assert concerto("data", "load", str(path), "--name", "x", data_dir=data_dir).returncode == 0
+
+
+def test_the_summary_of_a_wide_load_shows_its_first_columns(tmp_path: Path, data_dir: Path) -> None:
+    header = ",".join(f"m_{n}" for n in range(60))
+    path = write(tmp_path, "wide.csv", f"{header}\n" + ",".join("1" * 60) + "\n")
+    done = concerto("data", "load", str(path), data_dir=data_dir)
+    assert done.returncode == 0, done.stderr
+    assert "m_49" in done.stdout and "m_50" not in done.stdout
+    assert "and 10 more columns: concerto data show wide" in done.stdout
+    assert "m_59" in concerto("data", "show", "wide", data_dir=data_dir).stdout

@@ -9,6 +9,7 @@ import duckdb
 import pytest
 
 from concerto.data.context import ProfileOverrides
+from concerto.data.load import LoadError
 from concerto.data.sources import choose
 from concerto.data.store import DEMO, QueryFailed, SourceError, Store, source_name, valid_name
 
@@ -131,3 +132,16 @@ def test_a_tiny_source_is_a_small_file(tmp_path: Path) -> None:
     assert store.query(context, 'SELECT sum(a + b) AS s FROM "tiny"').data == [{"s": 10}]
     assert store.load(path, "tiny").notes[-1].startswith("replaces the source 'tiny' loaded from tiny.csv at ")
     store.close()
+
+
+def test_a_wide_table_loads_or_is_refused_with_the_reason(store: Store, tmp_path: Path) -> None:
+    """2,000 columns: DuckDB takes them (profiled in a few queries, tests/data/test_profile.py);
+    PostgreSQL allows 1,600 a table, and the message says so, without a server path."""
+    header = ",".join(f"m_{n}" for n in range(2000))
+    path = write(tmp_path, "wide.csv", header + "\n" + ",".join(str(n % 7) for n in range(2000)) + "\n")
+    if store.dialect == "duckdb":
+        assert len(store.load(path, "wide").columns) == 2000
+        return
+    with pytest.raises(LoadError, match=r"^wide\.csv could not be stored in PostgreSQL: .*1600 columns") as refused:
+        store.load(path, "wide")
+    assert str(tmp_path) not in str(refused.value)

@@ -69,7 +69,7 @@ def load(path: Path, name: str | None, describe: tuple[str, ...], as_json: bool)
     if as_json:
         click.echo(context.model_dump_json(indent=2))
         return
-    _print_context(context, heading=f"Loaded {path.name} as '{context.name}'")
+    _print_context(context, heading=f"Loaded {path.name} as '{context.name}'", most=_SHOWN_AFTER_LOAD)
 
 
 @data.command("list")
@@ -180,7 +180,11 @@ def _with_progress(work: Any) -> DataContext:
     return context
 
 
-def _print_context(context: DataContext, heading: str) -> None:
+_SHOWN_AFTER_LOAD = 50  # columns the summary of a load shows (rendering 10,000 rows took 12 s)
+
+
+def _print_context(context: DataContext, heading: str, most: int | None = None) -> None:
+    """The context as a table of its columns (the first `most`, then how many more)."""
     from rich.console import Console
     from rich.table import Table
 
@@ -191,11 +195,13 @@ def _print_context(context: DataContext, heading: str) -> None:
     )
     for col in ("column", "type", "kind", "nulls", "examples", "meaning"):
         table.add_column(col)
-    for column in context.columns:
+    for column in context.columns[:most]:
         p = context.detected_types[column]
         examples = ", ".join(str(v)[:20] for v in p.sample_values[:3])
         table.add_row(column, p.type, p.role, f"{p.nulls:,}", examples, context.describe(column))
     out = Console()
     out.print(table)
+    if most is not None and len(context.columns) > most:
+        out.print(f"and {len(context.columns) - most:,} more columns: concerto data show {context.name}")
     for note in context.notes:
         out.print(f"[yellow]note:[/yellow] {note}")
