@@ -19,6 +19,9 @@ from typing import Any
 
 import duckdb
 
+from concerto.data.errors import LoadError, TooLarge
+from concerto.data.unpacked import check_parquet, check_workbook
+
 KINDS = {
     ".csv": "csv",
     ".tsv": "csv",
@@ -43,16 +46,6 @@ Progress = Callable[[float], None]
 _ABSOLUTE = re.compile(r"(?<![\w.~])(?:[A-Za-z]:)?[/\\](?:[^\s'\"/\\]+[/\\])+([^\s'\"/\\]+)")
 
 
-class LoadError(ValueError):
-    """A file that cannot become a table; the message says why and what to do (naming the
-    file by its own name only: the message reaches API clients, the server's paths must not)."""
-
-
-class TooLarge(LoadError):
-    """A file over a size limit: bigger than CONCERTO_DATA_MAX_FILE_MB, or unpacking to more
-    than its limit (see unpacked.py); an upload's 413."""
-
-
 def kind_of(path: Path) -> str:
     kind = KINDS.get(path.suffix.lower())
     if kind is None:
@@ -75,8 +68,6 @@ def read_file(
     `max_unpacked_bytes` bounds what an Excel workbook unpacks to (read into memory whole);
     `memory_bytes` is DuckDB's memory limit while it reads (with an allowance per column:
     DuckDB reserves about 64 KB of buffers for each column it writes)."""
-    from concerto.data.unpacked import check_parquet, check_workbook
-
     if not path.is_file():
         raise LoadError(f"{path.name}: no such file")
     size = path.stat().st_size

@@ -20,7 +20,7 @@ import zipfile
 import zlib
 from pathlib import Path
 
-from concerto.data.load import LoadError, TooLarge
+from concerto.data.errors import LoadError, TooLarge
 
 _ZIPPED = (".xlsx", ".xlsm", ".ods")
 _MOST_PARTS = 10_000  # a workbook has tens; a zip of millions makes its directory the bomb
