@@ -20,6 +20,8 @@ from typing import Any, Literal, TypeVar
 from pydantic import Field, PrivateAttr, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from concerto.redact import mask_url, remember, scrub, scrub_data
+
 S = TypeVar("S", bound="PackSettings")
 
 
@@ -50,21 +52,43 @@ class _ConcertoSettings(BaseSettings):
             problems = []
             for err in exc.errors():
                 name = str(err["loc"][0]) if err["loc"] else "?"
-                given = repr(err.get("input"))[:60]
+                given = repr(scrub_data(err.get("input")))[:60]
                 problems.append(f"CONCERTO_{name.upper()}={given}: {err['msg'].removeprefix('Value error, ')}")
             raise SettingsError("invalid setting " + "; ".join(problems)) from None
 
     def masked(self) -> dict[str, Any]:
-        """Values as JSON-able data with secrets masked, for `concerto config`."""
+        """Values as JSON-able data with secrets masked, for `concerto config`: a secret as
+        `********` (a secret URL as the URL without its password), any URL without its
+        password or credential parameters (`concerto.redact.mask_url`)."""
         out: dict[str, Any] = {}
         for name in type(self).model_fields:
             value = getattr(self, name)
             if isinstance(value, SecretStr):
-                value = "********" if value.get_secret_value() else None
+                secret = value.get_secret_value()
+                value = (mask_url(secret) if "://" in secret else "********") if secret else None
             elif isinstance(value, Path):
-                value = str(value)
+                value = scrub(str(value))
+            elif isinstance(value, str):
+                value = mask_url(value)
+            else:
+                value = scrub_data(value)
             out[name] = value
         return out
+
+    def model_post_init(self, context: Any, /) -> None:
+        """The secrets these settings hold (keys, tokens, URL passwords) are masked from now on
+        wherever text is scrubbed (`concerto.redact.remember`), even shown without their URL."""
+        for name in type(self).model_fields:
+            value = getattr(self, name)
+            if isinstance(value, SecretStr):
+                remember(value.get_secret_value())
+            elif isinstance(value, str) and "://" in value:
+                remember(value)
+
+    def __repr_args__(self) -> Any:
+        """`repr(settings)` shows URLs without their passwords (SecretStr masks itself)."""
+        for name, value in super().__repr_args__():
+            yield name, mask_url(value) if isinstance(value, str) else value
 
 
 class PackSettings(_ConcertoSettings):
