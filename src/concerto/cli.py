@@ -89,6 +89,9 @@ def main() -> None:
       concerto ask 'echo "hello"' --json
       concerto agents
     """
+    from concerto.redact import install_log_redaction
+
+    install_log_redaction()  # no secret in what any command logs (concerto.redact)
 
 
 @main.command(cls=InputCommand)

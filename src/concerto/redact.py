@@ -42,10 +42,14 @@ _CREDENTIAL_NAME = (
 # One value: quoted (libpq's `password='a b'`, or `"..."` and its JSON-escaped `\"...\"`), or
 # up to a separator of queries and DSNs (a backslash ends it: JSON text stays JSON).
 _VALUE = r"(?:'[^']*'|\\?\"(?:[^\"\\]|\\[^\"])*\\?\"|[^\s&#\"'<>\\]+)"
-# ://user:password@ — the password runs to the last `@` before the host. Starting with the
-# literal `://` lets the regex engine skip to it; each pattern runs only on text that holds
-# its literal, so text without secrets costs a few substring searches.
-_URL_PASSWORD = re.compile(r"(?P<keep>://[^\s/?#@:\"'<>\\]*:)[^\s/?#\"'<>\\]*@")
+# ://user:password@ — the password runs to the last `@` before the host; or, at the end of
+# a text cut short (`message[:200]`), `://user:passw` with no `@` left (all digits: a port).
+# Starting with the literal `://` lets the regex engine skip to it; each pattern runs only on
+# text that holds its literal, so text without secrets costs a few substring searches.
+_URL_PASSWORD = re.compile(
+    r"(?P<keep>://[^\s/?#@:\[\]\"'<>\\]*:)"
+    r"(?:[^\s/?#\"'<>\\]*@|(?=[^\s/?#@\"'<>\\]*[^\d\s/?#@\"'<>\\])[^\s/?#@\"'<>\\]*\Z)"
+)
 _VALUE_AT = re.compile(_VALUE)
 _CREDENTIAL = re.compile(_CREDENTIAL_NAME, re.IGNORECASE)
 _AUTHORIZATION = re.compile(
@@ -101,7 +105,7 @@ def scrub(text: str) -> str:
         return text
     original = text
     if "://" in text:
-        text = _URL_PASSWORD.sub(lambda m: m["keep"] + MASK + "@", text)
+        text = _URL_PASSWORD.sub(lambda m: m["keep"] + MASK + ("@" if m[0].endswith("@") else ""), text)
     if "=" in text:
         text = _mask_credentials(text)
     if "uthorization" in text or "UTHORIZATION" in text:
@@ -190,6 +194,12 @@ def scrub_serialized(text: str) -> str:
         masked = _scrub_nested(data)
         return text if masked == data else json.dumps(masked, ensure_ascii=False)
     return scrub(text)
+
+
+def is_credential_name(name: str) -> bool:
+    """Whether a key, parameter or variable of this name holds a credential (`API_KEY`,
+    `client_secret`, `GITHUB_TOKEN`, `password`), as `scrub_data` judges dict keys."""
+    return _CREDENTIAL_KEY.fullmatch(name) is not None
 
 
 def remember(secret: str | None) -> None:

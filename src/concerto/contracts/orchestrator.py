@@ -11,6 +11,7 @@ from pydantic.json_schema import JsonDict
 from concerto.contracts.base import BaseAgentInput, BaseAgentOutput
 from concerto.contracts.common import AgentName, ExecutionStatus
 from concerto.contracts.dispatch import AgentDispatchResponse
+from concerto.redact import scrub
 
 MAX_QUERY_CHARS = 500  # 002_*.txt: "Text length must be < 500 characters"
 # Blank characters: Python's whitespace (what str.strip removes) and ECMAScript's (what `\s`
@@ -172,9 +173,18 @@ class OrchestratorOutput(BaseAgentOutput):
         description="What the orchestrator had to fall back on (e.g. LLM plan invalid)",
     )
 
+    @field_validator("notes")
+    @classmethod
+    def _scrub_notes(cls, value: list[str]) -> list[str]:
+        """A note may carry an LLM endpoint's error: scrubbed (`concerto.redact`)."""
+        return [scrub(n) for n in value]
+
 
 class OrchestratorErrorResponse(BaseAgentOutput):
-    """Error response from the orchestrator: what failed, what was salvaged, what to try."""
+    """Error response from the orchestrator: what failed, what was salvaged, what to try.
+
+    The message and alternatives are scrubbed (`concerto.redact`): an error that quotes a
+    backend's URL with its password, wherever it was built, does not show it."""
 
     status: ExecutionStatus = ExecutionStatus.FAILED
     error_message: str
@@ -184,3 +194,13 @@ class OrchestratorErrorResponse(BaseAgentOutput):
     alternative_queries: list[str] = []
     intent_classification: IntentClassification | None = None
     total_latency_ms: float = 0
+
+    @field_validator("error_message")
+    @classmethod
+    def _scrub_message(cls, value: str) -> str:
+        return scrub(value)
+
+    @field_validator("alternative_queries")
+    @classmethod
+    def _scrub_alternatives(cls, value: list[str]) -> list[str]:
+        return [scrub(q) for q in value]

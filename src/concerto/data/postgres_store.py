@@ -284,4 +284,8 @@ def _pg_type(duckdb_type: str) -> str:
 
 
 def _first_line(exc: BaseException) -> str:
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    """The first line of psycopg's message, scrubbed: libpq quotes the connection string it
+    could not parse (`invalid URI query parameter`, `unexpected spaces found in "<password>"`)."""
+    from concerto.redact import scrub
+
+    return scrub(str(exc).strip().splitlines()[0]) if str(exc).strip() else type(exc).__name__

@@ -38,6 +38,9 @@ class MCPCallError(Exception):
     """A failed connection or tool call; `code` is the server's MCPError code when it sent one."""
 
     def __init__(self, message: str, *, kind: ErrorKind, code: int = -1, data: dict[str, Any] | None = None) -> None:
+        from concerto.redact import scrub  # a transport's error may quote the server's URL
+
+        message = scrub(message)
         super().__init__(message)
         self.message = message
         self.kind = kind

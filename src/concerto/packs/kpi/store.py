@@ -84,8 +84,11 @@ class KPIStore:
 
     @property
     def location(self) -> str:
-        """Where the records live: the server URL or the embedded directory."""
-        return self.chroma_url or str(Path(self.settings.data_dir) / "chroma")
+        """Where the records live, for messages: the server URL (without its password) or the
+        embedded directory."""
+        from concerto.redact import mask_url
+
+        return mask_url(self.chroma_url) if self.chroma_url else str(Path(self.settings.data_dir) / "chroma")
 
     def _open(self) -> None:
         if self._blocks is not None:
