@@ -205,16 +205,20 @@ def is_credential_name(name: str) -> bool:
 def remember(secret: str | None) -> None:
     """Mask this value wherever `scrub` sees it from now on (a key, a token, a password). A URL
     is not remembered whole: its password is (as written and percent-decoded). Values shorter
-    than `MIN_REMEMBERED` are not, as they would mask ordinary words."""
+    than `MIN_REMEMBERED` are not, as they would mask ordinary words; a password that is a
+    common word is masked wherever that word appears (noise, never a leak)."""
     if not secret:
         return
     values = {secret}
     if "://" in secret:
         try:
-            password = urlsplit(secret).password
+            parts = urlsplit(secret)
+            user, password = parts.username, parts.password
         except ValueError:
-            password = None
-        values = {password, unquote(password)} if password else set()
+            user = password = None
+        # A password that is the user name (postgres:postgres) is shown with the user anyway;
+        # remembered, it would mask that word everywhere.
+        values = {password, unquote(password)} - {user} if password else set()
     values = {v for v in values if len(v) >= MIN_REMEMBERED}
     global _remembered, _remembered_forms
     with _lock:

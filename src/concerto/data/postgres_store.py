@@ -53,8 +53,11 @@ class PostgresStore(Store):
     dialect: ClassVar[str] = "postgres"
 
     def __init__(self, url: str, **limits: Any) -> None:
+        from concerto.redact import remember
+
         super().__init__(**limits)
         self.url = url
+        remember(url)  # its password is masked even where psycopg quotes it alone
         self._local = threading.local()
         self._opened: list[psycopg.Connection[Any]] = []
         self._ready = False

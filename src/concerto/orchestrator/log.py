@@ -42,7 +42,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel
 
 from concerto.contracts.events import Event, EventType, QueryState
-from concerto.redact import mask_url, scrub, scrub_serialized
+from concerto.redact import mask_url, remember, scrub, scrub_serialized
 
 if TYPE_CHECKING:
     from concerto.settings import Settings
@@ -462,6 +462,7 @@ class PostgresLog(Log):
     def __init__(self, url: str, limits: Limits | None = None) -> None:
         super().__init__(limits)
         self.url = url
+        remember(url)  # its password is masked even where psycopg quotes it alone
         self._con: Any = None
         self._down_until = 0.0  # after a failed connection: fail at once until then
 
