@@ -40,8 +40,9 @@ _CREDENTIAL_NAME = (
     r"|signature|credential)[\w.-]*|key|auth|sig)"
 )
 # One value: quoted (libpq's `password='a b'`, or `"..."` and its JSON-escaped `\"...\"`), or
-# up to a separator of queries and DSNs (a backslash ends it: JSON text stays JSON).
-_VALUE = r"(?:'[^']*'|\\?\"(?:[^\"\\]|\\[^\"])*\\?\"|[^\s&#\"'<>\\]+)"
+# up to a separator of queries, DSNs and argument lists (a backslash ends it: JSON text stays
+# JSON; a comma or parenthesis too: `send(request, auth=auth, ...)` in a traceback).
+_VALUE = r"(?:'[^']*'|\\?\"(?:[^\"\\]|\\[^\"])*\\?\"|[^\s&#\"'<>\\,;()]+)"
 # ://user:password@ — the password runs to the last `@` before the host; or, at the end of
 # a text cut short (`message[:200]`), `://user:passw` with no `@` left (all digits: a port).
 # Starting with the literal `://` lets the regex engine skip to it; each pattern runs only on

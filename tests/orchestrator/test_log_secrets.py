@@ -57,7 +57,10 @@ def test_stored_rows_hold_no_secret_and_stay_readable(tmp_path: Path) -> None:
     assert stored.details["dsn"] == "host=db password=***"
     assert stored.details["headers"] == {"Authorization": "***"}
     run = SqliteLog(tmp_path / "events.sqlite").run("r1")
-    assert run is not None and json.loads(run.result or "")["error_message"] == "cannot reach http://user:***@127.0.0.1:9/api"
+    assert (
+        run is not None
+        and json.loads(run.result or "")["error_message"] == "cannot reach http://user:***@127.0.0.1:9/api"
+    )
 
 
 async def test_events_leave_the_stream_scrubbed() -> None:

@@ -66,4 +66,5 @@ class AgentError(BaseModel):
     @field_validator("details")
     @classmethod
     def _scrub_details(cls, value: dict[str, Any]) -> dict[str, Any]:
-        return scrub_data(value)  # type: ignore[no-any-return]
+        scrubbed: dict[str, Any] = scrub_data(value)
+        return scrubbed

@@ -87,7 +87,8 @@ async def current_temperature(
         response = await http.get(url, params=params, timeout=timeout_s)
     except httpx.TimeoutException:
         raise WeatherError(
-            f"The weather provider at {mask_url(base_url)} did not answer within {timeout_s:g} s. Try again in a moment.",
+            f"The weather provider at {mask_url(base_url)} did not answer within {timeout_s:g} s. "
+            "Try again in a moment.",
             code=504,
         ) from None
     except httpx.HTTPError as exc:
