@@ -63,7 +63,7 @@ _CREDENTIAL_KEY = re.compile(
     r"|signature|credential|authorization)[\w.-]*",
     re.IGNORECASE,
 )
-_KEY_WORDS = ("passw", "pwd", "secret", "token", "key", "signature", "credential", "authorization")
+_CONTAINERS = (dict, list, tuple)
 _QUERY_PARAM = re.compile(rf"(?P<name>(?:^|(?<=[&;])){_CREDENTIAL_NAME}=)[^&;#]*", re.IGNORECASE)
 
 _remembered: tuple[str, ...] = ()  # longest first: the longest wins where two overlap
@@ -140,11 +140,14 @@ def scrub_data(value: Any) -> Any:
     value of a key that names a credential (`"password": ...`, `"Authorization": ...`) masked;
     exceptions become their scrubbed text, other values are kept. What holds no secret is
     returned as is, not copied: one `repr` of the whole tells (a few µs for an event's details)."""
-    if isinstance(value, str):
+    kind = type(value)
+    if kind is str:
         return scrub(value)
-    if value is None or isinstance(value, int | float):
+    if kind in _CONTAINERS and not value:
         return value
-    if isinstance(value, dict | list | tuple | Mapping | BaseException):
+    if kind in _CONTAINERS or isinstance(value, str | Mapping | list | tuple | BaseException):
+        if isinstance(value, str):
+            return scrub(value)
         try:
             suspect = _suspect(repr(value))
         except Exception:  # a repr that fails: look at every part
@@ -157,8 +160,17 @@ def _suspect(text: str) -> bool:
     """Whether `text` may hold something `scrub_data` masks: literal checks, no regex."""
     if "://" in text or "=" in text:
         return True
-    lowered = text.lower()
-    if any(word in lowered for word in _KEY_WORDS):
+    low = text.lower()  # the words of `_CREDENTIAL_KEY`, as plain substring searches (no regex: 4x faster)
+    if (
+        "key" in low
+        or "token" in low
+        or "secret" in low
+        or "passw" in low
+        or "pwd" in low
+        or "signature" in low
+        or "credential" in low
+        or "authorization" in low
+    ):
         return True
     return bool(_remembered_forms) and any(s in text for s in _remembered_forms)
 
