@@ -140,20 +140,17 @@ def scrub_data(value: Any) -> Any:
     value of a key that names a credential (`"password": ...`, `"Authorization": ...`) masked;
     exceptions become their scrubbed text, other values are kept. What holds no secret is
     returned as is, not copied: one `repr` of the whole tells (a few µs for an event's details)."""
-    kind = type(value)
-    if kind is str:
+    if isinstance(value, str):
         return scrub(value)
-    if kind in _CONTAINERS and not value:
+    if type(value) in _CONTAINERS and not value:  # exact types: the ABC check below costs more
         return value
-    if kind in _CONTAINERS or isinstance(value, str | Mapping | list | tuple | BaseException):
-        if isinstance(value, str):
-            return scrub(value)
-        try:
-            suspect = _suspect(repr(value))
-        except Exception:  # a repr that fails: look at every part
-            suspect = True
-        return _scrub_nested(value) if suspect else value
-    return value
+    if not isinstance(value, Mapping | list | tuple | BaseException):
+        return value
+    try:
+        suspect = _suspect(repr(value))
+    except Exception:  # a repr that fails: look at every part
+        suspect = True
+    return _scrub_nested(value) if suspect else value
 
 
 def _suspect(text: str) -> bool:
