@@ -107,6 +107,7 @@ def test_questions_through_the_cli_leak_no_password(env: dict[str, str]) -> None
         _concerto(env, "ask", METRICS, "--json", "--trace"),
         _concerto(env, "ask", WEATHER, "--json"),
         _concerto(env, "ask", KPI),
+        _concerto({**env, "CONCERTO_GRAFANA_TOKEN": f"glsa_{PASSWORD}"}, "ask", METRICS, "--json"),  # Grafana wins
         _concerto(env, "events", "--limit", "1000"),
     ]
     everything = "\n".join(outputs) + _stored(Path(env["CONCERTO_DATA_DIR"]))
@@ -115,6 +116,7 @@ def test_questions_through_the_cli_leak_no_password(env: dict[str, str]) -> None
     assert "Prometheus refused the request (HTTP 401)" in outputs[0]
     assert "weather provider at http://user:***@127.0.0.1:" in outputs[1]
     assert "MCP server 'notes' skipped" in outputs[0] and "user:***@127.0.0.1" in outputs[0]
+    assert "Grafana at http://user:***@127.0.0.1:" in outputs[3]
 
 
 def test_questions_through_the_server_leak_no_password(env: dict[str, str]) -> None:

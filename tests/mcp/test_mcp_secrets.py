@@ -24,11 +24,11 @@ def test_header_and_credential_env_values_are_masked_anywhere() -> None:
     ServerSpec(
         name="notes",
         url="http://127.0.0.1:1/mcp",
-        headers={"Authorization": "Bearer hdr-token-0123456789"},
+        headers={"Authorization": "Bearer hdr-token-0123456789", "Accept": "application/json"},
     )
     ServerSpec(name="tool", command="tool", env={"NOTES_API_KEY": "env-key-0123456789", "HOME_DIR": "/home/me"})
-    assert scrub("refused hdr-token-0123456789 and env-key-0123456789 in /home/me") == (
-        "refused *** and *** in /home/me"
+    assert scrub("refused hdr-token-0123456789 and env-key-0123456789 in /home/me as application/json") == (
+        "refused *** and *** in /home/me as application/json"
     )
 
 

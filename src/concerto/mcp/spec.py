@@ -48,14 +48,12 @@ class ServerSpec(BaseModel):
         return self
 
     def model_post_init(self, context: Any, /) -> None:
-        """Its headers' values (`Authorization: Bearer ...`) and the values of credential-like
-        environment variables are masked from now on wherever text is scrubbed."""
-        for value in self.headers.values():
-            remember(value)
-            remember(value.partition(" ")[2])  # the token after `Bearer`
-        for name, value in self.env.items():
-            if is_credential_name(name):
+        """The values of its credential headers (`Authorization: Bearer ...`, `X-API-Key`) and
+        environment variables (`NOTES_TOKEN`) are masked from now on wherever text is scrubbed."""
+        for name, value in [*self.headers.items(), *self.env.items()]:
+            if is_credential_name(name) or name.lower() == "cookie":
                 remember(value)
+                remember(value.partition(" ")[2])  # the token after `Bearer`
 
     @property
     def where(self) -> str:
