@@ -42,9 +42,9 @@ def _with_password(url: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def locked() -> Iterator[str]:
+def locked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real Prometheus that answers 401 to the wrong password."""
-    running = locked_prometheus(Path(os.environ.get("TMPDIR", "/tmp")) / f"concerto-locked-{os.getpid()}")
+    running = locked_prometheus(tmp_path_factory.mktemp("locked-prometheus"))
     yield policy.start("prometheus", running.__enter__, INSTALL_HINT)
     running.__exit__(None, None, None)
 
