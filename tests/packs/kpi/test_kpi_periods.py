@@ -91,12 +91,12 @@ async def test_next_month_with_no_data_yet_is_no_data_not_last_month(tmp_path: P
 async def test_no_period_is_last_month_and_the_answer_says_so(agent: KPIAgent, context: AgentContext) -> None:
     result = await ask(agent, context, "home-loan attrition rate")
     assert result.output["structured_query"].endswith("month-2025-05-01")
-    assert result.summary.startswith("No period was named, so this is last month, May 2025.")
+    assert (result.summary or "").startswith("No period was named, so this is last month, May 2025.")
     assert result.key_findings[0] == "No period was named, so this is last month, May 2025."
     compared = await ask(agent, context, "compare attrition of home-loan and credit-card")
-    assert compared.summary.startswith("No period was named")
+    assert (compared.summary or "").startswith("No period was named")
     named = await ask(agent, context, "home-loan attrition rate last month")
-    assert "No period was named" not in named.summary
+    assert "No period was named" not in (named.summary or "")
 
 
 async def test_a_time_word_beside_a_read_period_is_an_unanswered_part(agent: KPIAgent, context: AgentContext) -> None:
