@@ -223,6 +223,13 @@ def test_a_column_named_twice_is_refused_naming_it(
     assert held(data_dir, kpi_resources) == []
 
 
+def test_column_names_are_read_in_any_case(tmp_path: Path) -> None:
+    path = tmp_path / "case.csv"
+    path.write_text("KPI,Department,Month,Value,Unit,Notes\nrevenue,branch-x,2025-05,10.5,kUSD,kept\n")
+    (record,) = read_csv(path)
+    assert record.notes == "kept" and record.value == 10.5
+
+
 def series_csv(path: Path, count: int, *, shuffle: bool = False, bad_line: int | None = None) -> list[str]:
     """`count` records of 2 KPIs x 5 departments, month after month from 1900; the rows."""
     rows = []

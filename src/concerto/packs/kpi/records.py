@@ -1,6 +1,7 @@
 """KPI records and the CSV they are loaded from, validated before anything is written.
 
-CSV columns (header required, any order): kpi, department, month, value, unit, notes.
+CSV columns (header required, any order, any case, each named once): kpi, department,
+month, value, unit, notes; other columns are not read.
 `month` is YYYY-MM or YYYY-MM-DD (the day is ignored); `notes` may be empty.
 
 A file is read as a stream (`CSVFile.scan`): rows are checked one by one, keeping only
@@ -339,8 +340,9 @@ class CSVFile:
                         path, [(1, f"the header is not valid CSV: {_quote_problem(1, reader.line_num, exc)}")], 1
                     ) from None
                 _check_header(path, header)
-                has_notes = "notes" in header
-                fields = itemgetter(*(header.index(c) for c in REQUIRED), header.index("notes") if has_notes else 0)
+                named = [h.lower() for h in header]  # "Notes" is the notes column, not an extra one
+                has_notes = "notes" in named
+                fields = itemgetter(*(named.index(c) for c in REQUIRED), named.index("notes") if has_notes else 0)
                 width = len(header)
                 row_of = check.row
                 ended = reader.line_num  # the last line of the previous row: a row starts after it
@@ -378,8 +380,9 @@ class CSVFile:
 
 
 def _check_header(path: str, header: list[str]) -> None:
-    """The required columns, each named once (a repeated name would leave one of them unread)."""
-    missing = [c for c in REQUIRED if c not in header]
+    """The required columns (in any case), each named once: a repeated name would leave one
+    of them unread."""
+    missing = [c for c in REQUIRED if c not in {h.lower() for h in header}]
     if missing:
         message = f"missing column(s): {', '.join(missing)}; expected {', '.join(COLUMNS)}"
         if any("\x00" in h for h in header):
