@@ -186,6 +186,10 @@ def agents(as_json: bool) -> None:
 def serve(host: str, port: int) -> None:
     """Serve the HTTP API (OpenAPI at /docs) and the web page at /.
 
+    It answers only to its own host names (CONCERTO_ALLOWED_HOSTS, plus --host), refuses
+    cross-site requests from browsers and, with CONCERTO_API_TOKEN set, requests without the
+    token (docs/security.md).
+
     \b
     Example:
       concerto serve --port 8000 &
@@ -194,8 +198,13 @@ def serve(host: str, port: int) -> None:
     import uvicorn
 
     from concerto.server.app import create_app
+    from concerto.settings import Settings
 
-    uvicorn.run(create_app(), host=host, port=port, log_level="info")
+    settings = Settings()
+    name = host.strip("[]").lower()
+    if name not in ("", "0.0.0.0", "::") and name not in settings.allowed_hosts:  # any address: see server/edge.py
+        settings = settings.model_copy(update={"allowed_hosts": [*settings.allowed_hosts, name]})
+    uvicorn.run(create_app(settings), host=host, port=port, log_level="info")
 
 
 @main.command()

@@ -18,6 +18,7 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis.config import SchemathesisConfig
 
+from concerto.agents.loader import load_packs
 from concerto.agents.registry import AgentRegistry
 from concerto.orchestrator.engine import Orchestrator
 from concerto.server.app import create_app
@@ -31,6 +32,7 @@ AGENTS = [
 _orchestrator = Orchestrator(
     Settings(data_dir=Path(tempfile.mkdtemp(prefix="concerto-openapi-")), store_events=False),
     registry=AgentRegistry(AGENTS),
+    packs=load_packs(),  # every pack's routes (uploads, the OpenAI endpoint ...); the agents above answer
 )
 CONFIG = SchemathesisConfig.from_dict(
     {
@@ -38,24 +40,50 @@ CONFIG = SchemathesisConfig.from_dict(
             # 503: /ready before the router has loaded (documented, with the checks that failed)
             "not_a_server_error": {"expected-statuses": ["2xx", "3xx", "4xx", "503", "504"]},
             "positive_data_acceptance": {"expected-statuses": ["2xx", "404", "422", "504"]},
-        }
+        },
+        # OpenAI's protocol refuses with 400 what Concerto refuses with 422: a chat whose last user
+        # message has no text is valid JSON Schema (the schema cannot say "the last one") and no question.
+        "operations": [
+            {
+                "include-path": "/v1/chat/completions",
+                "checks": {"positive_data_acceptance": {"expected-statuses": ["2xx", "400", "404", "504"]}},
+            }
+        ],
     }
 )
 schema = schemathesis.openapi.from_asgi("/openapi.json", create_app(orchestrator=_orchestrator), config=CONFIG)
 
 
+# Paths whose 404 says that what the path names does not exist, and how it says so.
+NOT_FOUND = {
+    "/v1/runs/": ("error_message", ("no run",)),
+    "/v1/conversations/": ("error_message", ("no conversation",)),
+    "/v1/data/sources/": ("error_message", ("no data source named",)),
+    "/v1/models/": ("error", ({"code": "model_not_found"},)),
+    "/v1/chat/completions": ("error", ({"code": "model_not_found"},)),  # OpenAI's answer to an unknown model
+}
+QUESTIONS = ("/v1/ask", "/v1/ask/stream", "/v1/runs")  # a valid body is a question any agent may fail to answer
+
+
 @schemathesis.check
 def unanswerable_is_the_only_valid_422(ctx: Any, response: Any, case: Any) -> bool | None:
-    """A schema-valid request may be refused only because no agent can answer it."""
+    """A schema-valid question may be refused only because no agent can answer it (an upload
+    whose file is not a table is refused by the loader: the schema cannot say what a table is);
+    a 404 only names what a path names."""
     meta = case.meta
-    if meta is not None and meta.generation.mode.is_positive and response.status_code == 422:
+    valid = meta is not None and meta.generation.mode.is_positive
+    if valid and response.status_code == 422 and case.path in QUESTIONS:
         category = response.json().get("error_category")
         assert category == "classification_failed", f"valid request refused as {category}: {response.text[:300]}"
     if response.status_code == 404:
-        assert case.path.startswith(("/v1/runs/", "/v1/conversations/")), (
-            f"404 outside runs and conversations: {case.path}"
-        )
-        assert response.json()["error_message"].startswith(("no run", "no conversation"))
+        prefix = next((p for p in NOT_FOUND if case.formatted_path.startswith(p)), None)
+        assert prefix is not None, f"404 for no named thing: {case.formatted_path}"
+        key, (expected,) = NOT_FOUND[prefix]
+        found = response.json()[key]
+        if isinstance(expected, str):
+            assert found.startswith(expected), found
+        else:
+            assert expected.items() <= found.items(), found
     return None
 
 

@@ -58,6 +58,7 @@ from a2a.utils.errors import InvalidParamsError
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ValidationError
+from starlette.responses import Response
 from starlette.routing import Route
 
 from concerto.contracts.events import Event
@@ -123,8 +124,39 @@ def router() -> APIRouter:
         # catch any two-segment path; Concerto has no tenants.
         *(r for r in create_rest_routes(handler, context, path_prefix=A2A_PATH) if isinstance(r, Route)),
     ]
-    api.routes.extend(routes)
+    api.routes.extend(_json_only(route) for route in routes)
     return api
+
+
+def _json_only(route: BaseRoute) -> BaseRoute:
+    """The route, refusing a POST whose body is not declared JSON (415) before the SDK reads it:
+    the SDK parses any body as JSON, so a page on another site could send a task as a
+    `text/plain` form post, which browsers send without asking (docs/security.md)."""
+    if not isinstance(route, Route) or "POST" not in (route.methods or ()):
+        return route
+    endpoint = route.endpoint
+
+    async def json_only(request: Request) -> Response:
+        given = request.headers.get("content-type")
+        empty = given is None and request.headers.get("content-length", "0") == "0"
+        if request.method == "POST" and not empty and not _json_type(given or ""):
+            message = "Send the request as JSON (Content-Type: application/json)"
+            if request.url.path.rstrip("/") == A2A_PATH:  # JSON-RPC: its error object
+                body: dict[str, Any] = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
+            else:  # the HTTP+JSON binding: its error payload
+                body = {"error": {"code": 415, "status": "INVALID_ARGUMENT", "message": message}}
+            return JSONResponse(body, status_code=415)
+        response: Response = await endpoint(request)
+        return response
+
+    # FastAPI rebuilds an included router's plain routes from their endpoints: the check is one.
+    methods = list(route.methods or ())
+    return Route(route.path, json_only, methods=methods, name=route.name, include_in_schema=route.include_in_schema)
+
+
+def _json_type(content_type: str) -> bool:
+    media = content_type.partition(";")[0].strip().lower()
+    return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
 
 
 def agent_card(base_url: str, infos: list[AgentInfo]) -> AgentCard:
