@@ -254,6 +254,13 @@ def test_the_openapi_document_says_the_token_is_needed(guarded: TestClient) -> N
     assert "security" not in doc["paths"]["/health"]["get"]
 
 
+def test_the_agent_card_says_the_token_is_needed(guarded: TestClient, client: TestClient) -> None:
+    card = guarded.get("/.well-known/agent-card.json", headers={"authorization": f"Bearer {TOKEN}"}).json()
+    assert card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"] == "Bearer"
+    assert card["securityRequirements"] == [{"schemes": {"bearer": {}}}]
+    assert "securitySchemes" not in client.get("/.well-known/agent-card.json").json()
+
+
 def test_a_blank_token_is_no_token(tmp_path: Path, calls: Calls) -> None:
     assert Settings(api_token="  ").api_token is None
     with TestClient(app_with(tmp_path, calls, api_token=""), base_url="http://127.0.0.1") as c:
@@ -327,13 +334,23 @@ def rss_kb(pid: int, field: str) -> int:
     raise AssertionError(f"no {field} for {pid}")
 
 
+def peak_growth_mb(pid: int, send: Any) -> float:
+    """How far the process's peak RSS rose above its RSS while `send()` ran."""
+    Path(f"/proc/{pid}/clear_refs").write_text("5")  # the peak (VmHWM) starts again from now
+    before = rss_kb(pid, "VmRSS")
+    send()
+    return (rss_kb(pid, "VmHWM") - before) / 1024
+
+
 def test_concerto_serve_at_its_edge(tmp_path: Path) -> None:
-    """Hosts, the token in the address (masked in the access log) and a 30 MB body, whose
-    request raises the server's peak memory by at most 256 MB (it was about 820 MB)."""
+    """Hosts, the token in the address (masked in the access log), and memory: one request
+    raises the server's peak RSS by at most 256 MB. A 30 MB body of `{}` items raised it by
+    2.2 GB (docs/security.md); now it is refused unread, and the costliest body within the
+    1 MiB limit costs about 80 MB."""
     env = {"CONCERTO_DATA_DIR": str(tmp_path), "CONCERTO_AGENTS": "echo", "CONCERTO_API_TOKEN": TOKEN}
-    with running_serve(env) as served:
+    with running_serve(env, ready="/ready", timeout_s=120) as served:
         base, pid = served.base, served.process.pid
-        auth = {"authorization": f"Bearer {TOKEN}"}
+        auth = {"authorization": f"Bearer {TOKEN}", "content-type": "application/json"}
         assert httpx.get(base + "/health", headers={"host": "evil.example"}).status_code == 400
         assert httpx.get(base + "/v1/agents", headers={**auth, "host": "localhost"}).status_code == 200
         assert httpx.get(base + "/v1/agents").status_code == 401
@@ -341,18 +358,31 @@ def test_concerto_serve_at_its_edge(tmp_path: Path) -> None:
             signed = browser.get(base + "/?token=" + TOKEN)
             assert signed.status_code == 200 and str(signed.url) == base + "/"  # redirected
             assert browser.get(base + "/v1/agents").status_code == 200  # with the cookie
-        body = b'{"query": "echo: hi", "context": "' + b"x" * (30 * 2**20) + b'"}'
+
+        def items(size: int) -> bytes:  # the costliest JSON per byte: Python objects of `{}`
+            return b'{"query": "echo: hi", "conversation_history": [' + b",".join([b"{}"] * (size // 3)) + b"]}"
+
+        big = items(30 * 2**20)
         for declared in (True, False):
-            Path(f"/proc/{pid}/clear_refs").write_text("5")  # the peak (VmHWM) starts again from now
-            before = rss_kb(pid, "VmRSS")
-            content = body if declared else (body[i : i + 2**20] for i in range(0, len(body), 2**20))
-            try:
-                r = httpx.post(base + "/v1/ask", content=content, headers={**auth, "content-type": "application/json"})
-                assert r.status_code == 413 and "CONCERTO_MAX_BODY_BYTES" in r.json()["error_message"]
-            except httpx.WriteError:  # the server answered and closed before the client sent it all
-                pass
-            grown_mb = (rss_kb(pid, "VmHWM") - before) / 1024
-            assert grown_mb <= 256, f"a 30 MB body raised the server's peak RSS by {grown_mb:.0f} MB"
-        assert httpx.post(base + "/v1/ask", json={"query": "echo: hi"}, headers=auth).status_code == 200
+
+            def send_big(declared: bool = declared) -> None:
+                content = big if declared else (big[i : i + 2**20] for i in range(0, len(big), 2**20))
+                try:
+                    r = httpx.post(base + "/v1/ask", content=content, headers=auth, timeout=60)
+                    assert r.status_code == 413 and "CONCERTO_MAX_BODY_BYTES" in r.json()["error_message"]
+                except httpx.WriteError:  # the server answered and closed before the client sent it all
+                    pass
+
+            grown = peak_growth_mb(pid, send_big)
+            assert grown <= 256, f"a 30 MB body raised the server's peak RSS by {grown:.0f} MB"
+
+        within = items(2**20 - 100)
+        assert len(within) <= 2**20
+
+        def send_within() -> None:
+            assert httpx.post(base + "/v1/ask", content=within, headers=auth, timeout=60).status_code == 200
+
+        grown = peak_growth_mb(pid, send_within)
+        assert grown <= 256, f"a body within the limit raised the server's peak RSS by {grown:.0f} MB"
     log = served.process.stdout.read().decode() if served.process.stdout else ""
     assert "token=********" in log and TOKEN not in log, log[-2000:]

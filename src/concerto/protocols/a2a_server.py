@@ -39,11 +39,15 @@ from a2a.types import (
     AgentCard,
     AgentInterface,
     AgentSkill,
+    HTTPAuthSecurityScheme,
     ListTasksRequest,
     Message,
     Part,
     Role,
+    SecurityRequirement,
+    SecurityScheme,
     SendMessageRequest,
+    StringList,
     Task,
     TaskState,
     TaskStatus,
@@ -80,6 +84,7 @@ STEP_BATCH_S = 0.05  # events that follow an update within this time go together
 MAX_ID = 128  # characters of a task or context id (the SDK makes UUIDs, 36), as of a conversation_id
 MAX_HISTORY_TASKS = 10  # earlier tasks of a context read back as conversation history
 MODES = ["text/plain", "application/json"]
+BEARER = "bearer"  # the card's name of the security scheme CONCERTO_API_TOKEN is
 _ORCHESTRATOR = "concerto.orchestrator"  # key of the call context's state
 # The card's one skill when no agent is loaded (a card needs at least one).
 ASK_SKILL = AgentSkill(id="ask", name="ask", description="Any question; no agent is loaded yet", tags=["concerto"])
@@ -112,7 +117,8 @@ def router() -> APIRouter:
     async def card(request: Request) -> JSONResponse:
         """The agent card: Concerto, one skill per loaded agent, this server's URLs."""
         orchestrator: Orchestrator = request.app.state.orchestrator
-        found = agent_card(str(request.base_url), orchestrator.registry.infos())
+        token = orchestrator.settings.api_token is not None
+        found = agent_card(str(request.base_url), orchestrator.registry.infos(), token=token)
         return JSONResponse(agent_card_to_dict(found))
 
     api.add_api_route(CARD_PATH, card, methods=["GET"], include_in_schema=False)
@@ -159,10 +165,19 @@ def _json_type(content_type: str) -> bool:
     return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
 
 
-def agent_card(base_url: str, infos: list[AgentInfo]) -> AgentCard:
-    """Concerto's card: what it is, how to reach it from `base_url`, one skill per agent."""
+def agent_card(base_url: str, infos: list[AgentInfo], *, token: bool = False) -> AgentCard:
+    """Concerto's card: what it is, how to reach it from `base_url`, one skill per agent, and
+    with `token` (CONCERTO_API_TOKEN is set) that requests need it as a bearer token."""
     url = base_url.rstrip("/") + A2A_PATH
+    security: dict[str, Any] = {}
+    if token:
+        scheme = HTTPAuthSecurityScheme(scheme="Bearer", description="The server's CONCERTO_API_TOKEN")
+        security = {
+            "security_schemes": {BEARER: SecurityScheme(http_auth_security_scheme=scheme)},
+            "security_requirements": [SecurityRequirement(schemes={BEARER: StringList()})],
+        }
     return AgentCard(
+        **security,
         name="Concerto",
         description=(
             "Answers plain-language questions about data and systems by routing them to specialist "
