@@ -21,6 +21,7 @@ from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
+from concerto.server.edge import OPEN_PATHS
 from concerto.settings import Settings
 
 DOCS = "/docs"
@@ -85,15 +86,13 @@ def document_edge(app: FastAPI, settings: Settings) -> None:
         for path, operations in schema.get("paths", {}).items():
             for method, operation in operations.items():
                 responses = operation.setdefault("responses", {})
-                if "4XX" not in responses:  # OpenAI's routes: their refusals are in OpenAI's shape
-                    if "requestBody" in operation:
-                        responses.setdefault("413", _error(f"The body is over {settings.max_body_bytes:,} bytes"))
-                    if method not in ("get", "head", "options"):
-                        responses.setdefault("403", _error("A cross-site request from a browser, refused"))
-                if token and path not in ("/health", "/ready"):
+                if "requestBody" in operation and "4XX" not in responses:  # OpenAI's routes: their own 413
+                    responses.setdefault("413", _error(f"The body is over {settings.max_body_bytes:,} bytes"))
+                if method not in ("get", "head", "options"):
+                    responses.setdefault("403", _error("A cross-site request from a browser, refused"))
+                if token and path not in OPEN_PATHS:
                     operation["security"] = [{"token": []}]
-                    if "4XX" not in responses:
-                        responses.setdefault("401", _error("The API token is missing or wrong"))
+                    responses.setdefault("401", _error("The API token is missing or wrong"))
         return schema
 
     app.openapi = openapi  # type: ignore[method-assign]
