@@ -29,6 +29,23 @@ class _Cli(click.Group):
             type(self)._pack_commands = load_packs().commands()
         return self._pack_commands or {}
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """Refuse a command line whose bytes are not UTF-8 (Python keeps them as lone
+        surrogates, which no command can print, store or send) before any command runs.
+        `ask` answers it itself, with the error contract (its `--json` output)."""
+        words = [a for a in args if not a.startswith("-")]
+        if words[:1] != ["ask"]:
+            for position, arg in enumerate(args, start=1):
+                try:
+                    arg.encode("utf-8")
+                except UnicodeEncodeError as exc:
+                    shown = arg.encode("utf-8", "backslashreplace").decode("utf-8")[:60]
+                    raise click.UsageError(
+                        f"argument {position} ('{shown}') is not UTF-8 text (character {exc.start + 1}); "
+                        "check the terminal's encoding (LANG, LC_ALL) or the file that fed it"
+                    ) from None
+        return super().parse_args(ctx, args)
+
     def invoke(self, ctx: click.Context) -> Any:
         from concerto.settings import SettingsError
 
