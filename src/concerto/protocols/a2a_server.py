@@ -62,6 +62,7 @@ from a2a.utils.errors import InvalidParamsError
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ValidationError
+from starlette.exceptions import HTTPException
 from starlette.responses import Response
 from starlette.routing import Route
 
@@ -135,29 +136,43 @@ def router() -> APIRouter:
 
 
 def _json_only(route: BaseRoute) -> BaseRoute:
-    """The route, refusing a POST whose body is not declared JSON (415) before the SDK reads it:
-    the SDK parses any body as JSON, so a page on another site could send a task as a
-    `text/plain` form post, which browsers send without asking (docs/security.md)."""
+    """The route, reading a POST's body before the SDK does: refused with 415 when it is not
+    declared JSON (the SDK parses any body as JSON, so a page on another site could send a task
+    as a `text/plain` post, which browsers send without asking), with 413 when it is over the
+    app's limit (the SDK's HTTP+JSON binding would make that a 500). Both in the binding's own
+    error shape (docs/security.md)."""
     if not isinstance(route, Route) or "POST" not in (route.methods or ()):
         return route
     endpoint = route.endpoint
 
     async def json_only(request: Request) -> Response:
-        given = request.headers.get("content-type")
-        empty = given is None and request.headers.get("content-length", "0") == "0"
-        if request.method == "POST" and not empty and not _json_type(given or ""):
-            message = "Send the request as JSON (Content-Type: application/json)"
-            if request.url.path.rstrip("/") == A2A_PATH:  # JSON-RPC: its error object
-                body: dict[str, Any] = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
-            else:  # the HTTP+JSON binding: its error payload
-                body = {"error": {"code": 415, "status": "INVALID_ARGUMENT", "message": message}}
-            return JSONResponse(body, status_code=415)
+        if request.method == "POST":
+            given = request.headers.get("content-type")
+            empty = given is None and request.headers.get("content-length", "0") == "0"
+            if not empty and not _json_type(given or ""):
+                return _refusal(request, 415, "Send the request as JSON (Content-Type: application/json)")
+            try:
+                await request.body()  # kept by the request: the SDK reads it from there
+            except HTTPException as exc:  # BodyTooLarge (server/edge.py)
+                refusal = _refusal(request, exc.status_code, str(exc.detail))
+                refusal.headers["Connection"] = "close"  # the rest of the body is not read
+                return refusal
         response: Response = await endpoint(request)
         return response
 
     # FastAPI rebuilds an included router's plain routes from their endpoints: the check is one.
     methods = list(route.methods or ())
     return Route(route.path, json_only, methods=methods, name=route.name, include_in_schema=route.include_in_schema)
+
+
+def _refusal(request: Request, status: int, message: str) -> JSONResponse:
+    """A request refused before the SDK saw it: JSON-RPC's error object on the JSON-RPC
+    endpoint, the HTTP+JSON binding's error payload on the others."""
+    if request.url.path.rstrip("/") == A2A_PATH:
+        body: dict[str, Any] = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
+    else:
+        body = {"error": {"code": status, "status": "INVALID_ARGUMENT", "message": message}}
+    return JSONResponse(body, status_code=status)
 
 
 def _json_type(content_type: str) -> bool:

@@ -121,28 +121,29 @@ class Edge:
         return None
 
     def _token(self, connection: HTTPConnection) -> Response | None:
-        if self.token is None or connection.scope["path"] in OPEN_PATHS:
+        if self.token is None:
             return None
         scope = connection.scope
-        if scope["type"] == "http" and scope["method"] == "GET" and TOKEN_PARAMETER in connection.query_params:
-            return self._sign_in(connection)
+        given = connection.query_params.get(TOKEN_PARAMETER)
+        if given is not None:
+            _mask(connection)
+        if scope["path"] in OPEN_PATHS:
+            return None
+        if given is not None and scope["type"] == "http" and scope["method"] == "GET":
+            return self._sign_in(connection, given)
         scheme, _, credentials = connection.headers.get("authorization", "").partition(" ")
         if scheme.lower() == "bearer" and hmac.compare_digest(credentials.strip().encode("utf-8"), self.token):
             return None
         cookie = connection.cookies.get(_cookie_name(connection), "")
         if cookie and hmac.compare_digest(cookie.encode("utf-8"), self.cookie.encode("ascii")):
             return None
-        given = "the token given is not this server's" if scheme or cookie else "this server requires its API token"
-        return _unauthorized(connection, given)
+        reason = "the token given is not this server's" if scheme or cookie else "this server requires its API token"
+        return _unauthorized(connection, reason)
 
-    def _sign_in(self, connection: HTTPConnection) -> Response:
+    def _sign_in(self, connection: HTTPConnection, given: str) -> Response:
         """`GET /any/path?token=TOKEN`: the cookie and a redirect to the address without the token."""
         assert self.token is not None
-        given = connection.query_params[TOKEN_PARAMETER]
-        rest = [(k, v) for k, v in connection.query_params.multi_items() if k != TOKEN_PARAMETER]
-        # The server's access log prints the scope's query string when the response starts: mask the token there.
-        kept = urlencode(rest)
-        connection.scope["query_string"] = f"{kept}{'&' if kept else ''}{TOKEN_PARAMETER}={_MASK}".encode("ascii")
+        kept = urlencode(_without_token(connection))
         if not hmac.compare_digest(given.encode("utf-8"), self.token):
             return _unauthorized(connection, "the token in the address is not this server's")
         target = connection.scope.get("root_path", "") + connection.scope["path"]
@@ -192,6 +193,17 @@ def _content_length(scope: Scope) -> int | None:
         if name == b"content-length":
             return int(value) if value.isdigit() else None
     return None
+
+
+def _without_token(connection: HTTPConnection) -> list[tuple[str, str]]:
+    return [(k, v) for k, v in connection.query_params.multi_items() if k != TOKEN_PARAMETER]
+
+
+def _mask(connection: HTTPConnection) -> None:
+    """Hide a token given in the address from the server's access log, which prints the
+    scope's query string when the response starts."""
+    kept = urlencode(_without_token(connection))
+    connection.scope["query_string"] = f"{kept}{'&' if kept else ''}{TOKEN_PARAMETER}={_MASK}".encode("ascii")
 
 
 def refusal(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
