@@ -157,11 +157,22 @@ def test_state_changing_requests_from_other_sites_are_refused(
         refused(r, 403)
 
 
-def test_reading_from_another_site_is_not_refused(client: TestClient) -> None:
-    """A link from another site opens the page; a GET changes nothing (and its answer cannot
-    be read by the other site's page without CORS, which this server does not grant)."""
-    page = client.get("/", headers={"sec-fetch-site": "cross-site", "origin": "http://evil.example"})
+def test_another_site_may_link_to_the_page_and_nothing_more(client: TestClient, calls: Calls) -> None:
+    """A link from another site opens the page (a top-level navigation). Embedding it in a
+    frame (clickjacking), or loading the API as an image, a script or a fetch (a GET stream
+    runs a question) is refused; a GET without those headers (not a browser) passes."""
+    link = {"sec-fetch-site": "cross-site", "sec-fetch-mode": "navigate", "sec-fetch-dest": "document"}
+    page = client.get("/", headers=link)
     assert page.status_code == 200 and "access-control-allow-origin" not in page.headers
+    for mode, dest in [("navigate", "iframe"), ("no-cors", "image"), ("no-cors", "script"), ("cors", "empty")]:
+        headers = {**link, "sec-fetch-mode": mode, "sec-fetch-dest": dest}
+        refused(client.get("/", headers=headers), 403)
+        refused(client.get("/v1/ask/stream", params={"q": "say hello to me"}, headers=headers), 403)
+    refused(client.get("/v1/agents", headers={**link, "sec-fetch-site": "same-site", "sec-fetch-mode": "cors"}), 403)
+    assert not calls
+    assert (
+        client.get("/v1/agents", headers={"sec-fetch-site": "same-origin", "sec-fetch-mode": "cors"}).status_code == 200
+    )
 
 
 @pytest.mark.parametrize("path", ["/v1/ask", "/v1/runs", "/v1/chat/completions", "/a2a", "/v1/data/sources/sales"])

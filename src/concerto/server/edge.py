@@ -6,10 +6,12 @@ Three checks, in this order, before any route runs or any byte of the body is re
    (localhost, 127.0.0.1 and ::1 by default; `concerto serve` adds its `--host`), or the
    address the request arrived at. Otherwise 400: a page on `evil.example` whose name the
    attacker points at 127.0.0.1 (DNS rebinding) reaches the server with its own name as host.
-2. **Cross-site.** A request that can change something (any method but GET, HEAD and
-   OPTIONS) is refused with 403 when a browser says it comes from another site: an `Origin`
-   that is not this server's, or, without one, `Sec-Fetch-Site: cross-site` or `same-site`
-   (another port of localhost is the same site). A page cannot forge these headers; clients
+2. **Cross-site.** When a browser says a request comes from another site
+   (`Sec-Fetch-Site: cross-site` or `same-site`: another port of localhost is the same
+   site), only a link to a page passes (a top-level GET navigation); frames, images, scripts,
+   fetches and any other method are refused with 403. A request that can change something
+   (any method but GET, HEAD and OPTIONS) is also refused when its `Origin` is not this
+   server's (for browsers without those headers). A page cannot forge these headers; clients
    that are not browsers (curl, SDKs) send neither and pass.
 3. **Token.** With `CONCERTO_API_TOKEN` set, every route but `/health` and `/ready` (liveness
    and readiness probes) needs `Authorization: Bearer TOKEN` or the page's cookie. Opening
@@ -104,21 +106,27 @@ class Edge:
         return False
 
     def _site(self, connection: HTTPConnection) -> Response | None:
-        if connection.scope["type"] == "http" and connection.scope["method"] in SAFE_METHODS:
-            return None
-        origin = connection.headers.get("origin")
-        if origin is not None:
-            if _origin_address(origin) == _host_address(connection):
-                return None
-            return refusal(
-                403,
-                f"Cross-site request refused: it comes from a page at {origin[:100]!r}, not from this server; "
-                "call the API from this server's page or from a program (which sends no Origin header)",
-            )
-        site = connection.headers.get("sec-fetch-site")
+        headers, scope = connection.headers, connection.scope
+        reading = scope["type"] == "http" and scope["method"] in SAFE_METHODS
+        site = headers.get("sec-fetch-site")
         if site in ("cross-site", "same-site"):
-            return refusal(403, f"Cross-site request refused (Sec-Fetch-Site: {site}); use this server's own page")
-        return None
+            # Another site may link to a page (a top-level navigation), nothing else: not
+            # embed it in a frame, load the API as an image or script, or fetch from it.
+            mode, dest = headers.get("sec-fetch-mode"), headers.get("sec-fetch-dest", "document")
+            if not (reading and mode == "navigate" and dest == "document"):
+                return refusal(
+                    403,
+                    f"Cross-site request refused (Sec-Fetch-Site: {site}, Sec-Fetch-Mode: {mode}); "
+                    "use this server's own page, or a program",
+                )
+        origin = headers.get("origin")
+        if reading or origin is None or _origin_address(origin) == _host_address(connection):
+            return None
+        return refusal(
+            403,
+            f"Cross-site request refused: it comes from a page at {origin[:100]!r}, not from this server; "
+            "call the API from this server's page or from a program (which sends no Origin header)",
+        )
 
     def _token(self, connection: HTTPConnection) -> Response | None:
         if self.token is None:
