@@ -221,6 +221,12 @@ def serve(host: str, port: int) -> None:
     name = host.strip("[]").lower()
     if name not in ("", "0.0.0.0", "::") and name not in settings.allowed_hosts:  # any address: see server/edge.py
         settings = settings.model_copy(update={"allowed_hosts": [*settings.allowed_hosts, name]})
+    if settings.api_token is None and name not in ("localhost", "127.0.0.1", "::1"):
+        click.echo(
+            f"Warning: serving on {host} without CONCERTO_API_TOKEN: anyone who can reach it can ask, "
+            "upload and delete (docs/security.md)",
+            err=True,
+        )
     uvicorn.run(create_app(settings), host=host, port=port, log_level="info")
 
 
