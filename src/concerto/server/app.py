@@ -46,6 +46,7 @@ from concerto.orchestrator.log import Log, LogUnavailable, Turn, open_log
 from concerto.server.docs import add_docs, document_edge
 from concerto.server.edge import Edge
 from concerto.server.runs import (
+    MAX_EVENT_ID,
     Run,
     Runs,
     RunStarted,
@@ -341,7 +342,7 @@ def create_app(settings: Settings | None = None, orchestrator: Orchestrator | No
     async def run_events(
         run: Annotated[Run, Depends(_run)],
         request: Request,
-        after: Annotated[int | None, Query(ge=0, description="Resume after this event id")] = None,
+        after: Annotated[int | None, Query(ge=0, le=MAX_EVENT_ID, description="Resume after this event id")] = None,
     ) -> AsyncIterable[StreamItem]:
         """Every event of the run after `Last-Event-ID` (or `after`), then new ones live, then
         the `result`."""
