@@ -29,6 +29,23 @@ class _Cli(click.Group):
             type(self)._pack_commands = load_packs().commands()
         return self._pack_commands or {}
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """Refuse a command line whose bytes are not UTF-8 (Python keeps them as lone
+        surrogates, which no command can print, store or send) before any command runs.
+        `ask` answers it itself, with the error contract (its `--json` output)."""
+        words = [a for a in args if not a.startswith("-")]
+        if words[:1] != ["ask"]:
+            for position, arg in enumerate(args, start=1):
+                try:
+                    arg.encode("utf-8")
+                except UnicodeEncodeError as exc:
+                    shown = arg.encode("utf-8", "backslashreplace").decode("utf-8")[:60]
+                    raise click.UsageError(
+                        f"argument {position} ('{shown}') is not UTF-8 text (character {exc.start + 1}); "
+                        "check the terminal's encoding (LANG, LC_ALL) or the file that fed it"
+                    ) from None
+        return super().parse_args(ctx, args)
+
     def invoke(self, ctx: click.Context) -> Any:
         from concerto.settings import SettingsError
 
@@ -189,6 +206,10 @@ def agents(as_json: bool) -> None:
 def serve(host: str, port: int) -> None:
     """Serve the HTTP API (OpenAPI at /docs) and the web page at /.
 
+    It answers only to its own host names (CONCERTO_ALLOWED_HOSTS, plus --host), refuses
+    cross-site requests from browsers and, with CONCERTO_API_TOKEN set, requests without the
+    token (docs/security.md).
+
     \b
     Example:
       concerto serve --port 8000 &
@@ -197,8 +218,19 @@ def serve(host: str, port: int) -> None:
     import uvicorn
 
     from concerto.server.app import create_app
+    from concerto.settings import Settings
 
-    uvicorn.run(create_app(), host=host, port=port, log_level="info")
+    settings = Settings()
+    name = host.strip("[]").lower()
+    if name not in ("", "0.0.0.0", "::") and name not in settings.allowed_hosts:  # any address: see server/edge.py
+        settings = settings.model_copy(update={"allowed_hosts": [*settings.allowed_hosts, name]})
+    if settings.api_token is None and name not in ("localhost", "127.0.0.1", "::1"):
+        click.echo(
+            f"Warning: serving on {host} without CONCERTO_API_TOKEN: anyone who can reach it can ask, "
+            "upload and delete (docs/security.md)",
+            err=True,
+        )
+    uvicorn.run(create_app(settings), host=host, port=port, log_level="info")
 
 
 @main.command()

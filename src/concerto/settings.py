@@ -15,10 +15,10 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import Field, PrivateAttr, SecretStr, ValidationError, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from concerto.redact import mask_url, remember, scrub, scrub_data
 
@@ -143,12 +143,40 @@ class Settings(_ConcertoSettings):
     )
     ray_replicas: int = Field(1, ge=1, le=64, description="Ray actors per agent that declares `remote: actor`")
 
+    # The HTTP edge of `concerto serve` (docs/security.md)
+    allowed_hosts: Annotated[list[str], NoDecode] = Field(
+        ["localhost", "127.0.0.1", "::1"],
+        description="Host names the server answers to (comma-separated; `*.example.com` for its subdomains, `*` "
+        "for any); `concerto serve` adds its `--host`, and the address a request arrived at is always accepted",
+    )
+    api_token: SecretStr | None = Field(
+        None,
+        description="Require this token on every route but /health and /ready (`Authorization: Bearer TOKEN`; "
+        "the page: open /?token=TOKEN once)",
+    )
+    max_body_bytes: int = Field(
+        1_048_576, ge=1024, description="Largest request body (413 beyond it); uploads: CONCERTO_DATA_MAX_FILE_MB"
+    )
+
     _sections: dict[type[PackSettings], PackSettings] = PrivateAttr(default_factory=dict)
 
     @field_validator("llm_api_key", mode="before")
     @classmethod
     def _openai_key(cls, value: Any) -> Any:
         return value or os.environ.get("OPENAI_API_KEY") or None
+
+    @field_validator("allowed_hosts", mode="before")
+    @classmethod
+    def _host_list(cls, value: Any) -> Any:
+        """`CONCERTO_ALLOWED_HOSTS=a.example,b.example` as a list, names in lower case."""
+        names = value.split(",") if isinstance(value, str) else value
+        return [str(n).strip().lower() for n in names if str(n).strip()] if isinstance(names, list) else names
+
+    @field_validator("api_token", mode="after")
+    @classmethod
+    def _token_or_none(cls, value: SecretStr | None) -> SecretStr | None:
+        """An empty or blank token is no token (a set-but-empty variable must not mean "any token")."""
+        return value if value is not None and value.get_secret_value().strip() else None
 
     @property
     def llm_configured(self) -> bool:

@@ -98,7 +98,10 @@ def _reader(kind: str, path: Path) -> tuple[str, list[Any], list[str]]:
             raise LoadError(_not_utf8(path, head, exc.start)) from None
         text = head[: exc.start].decode("utf-8")
     delimiter = "\t" if path.suffix.lower() == ".tsv" else _delimiter(text)
-    header = next(csv.reader(io.StringIO(text), delimiter=delimiter), [])
+    try:  # newline="": a header ended by a lone CR (old Mac files) is a line, as the csv module wants
+        header = next(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter), [])
+    except csv.Error as exc:
+        raise LoadError(f"{path.name}: its first line cannot be read as CSV ({exc})") from None
     options = "header=true, skip=0, delim=$2, quote='\"', strict_mode=true, null_padding=false"
     return f"read_csv($1, {options})", [str(path), delimiter], header
 

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from concerto.agents.base import Agent, AgentContext
 from concerto.agents.loader import Packs, load_packs
 from concerto.agents.registry import AgentRegistry, RegistryError
-from concerto.contracts.common import ExecutionStatus
+from concerto.contracts.common import ErrorKind, ExecutionStatus
 from concerto.contracts.dispatch import AgentDispatchResponse
 from concerto.contracts.events import Event, EventType, QueryState
 from concerto.contracts.orchestrator import (
@@ -313,7 +313,7 @@ class Orchestrator:
         ok = [r for r in results if r.status is ExecutionStatus.COMPLETED]
         if not ok:
             timed_out = any(r.status is ExecutionStatus.CANCELLED for r in results)
-            category: ErrorCategory = "timeout" if timed_out else "all_agents_failed"
+            category: ErrorCategory = "timeout" if timed_out else _failure_category(results)
             message = " ".join(self._synthesizer.template(request, results).response.split())
             return self._error(
                 request,
@@ -440,6 +440,17 @@ def validation_message(errors: Sequence[Mapping[str, Any]], skip: str = "") -> s
         msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
         parts.append(f"{'.'.join(loc) or 'input'}: {msg}")
     return "; ".join(parts)
+
+
+def _failure_category(results: list[AgentDispatchResponse]) -> ErrorCategory:
+    """Why no agent answered: `invalid_input` when each one said that what the question names
+    does not exist (a source, metric or KPI that is not there: the caller's to fix; HTTP 422),
+    else `all_agents_failed` (a backend's fault; HTTP 502). Tasks skipped because another failed
+    say nothing of their own."""
+    errors = [e for r in results for e in r.errors if e.kind is not ErrorKind.DEPENDENCY]
+    if errors and all(e.kind is ErrorKind.NOT_FOUND for e in errors):
+        return "invalid_input"
+    return "all_agents_failed"
 
 
 def _utc(now: datetime | None) -> datetime:

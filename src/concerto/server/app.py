@@ -43,7 +43,10 @@ from concerto.contracts.handoff import result_yaml
 from concerto.contracts.orchestrator import OrchestratorErrorResponse, OrchestratorInput, OrchestratorOutput
 from concerto.orchestrator.engine import Orchestrator, validation_message
 from concerto.orchestrator.log import Log, LogUnavailable, Turn, open_log
+from concerto.server.docs import add_docs, document_edge
+from concerto.server.edge import Edge
 from concerto.server.runs import (
+    MAX_EVENT_ID,
     Run,
     Runs,
     RunStarted,
@@ -221,7 +224,10 @@ def create_app(settings: Settings | None = None, orchestrator: Orchestrator | No
         version="0.1.0",
         lifespan=lifespan,
         description="Plain-language questions answered by specialist agents.",
+        docs_url=None,  # served by `add_docs`, from this server
+        redoc_url=None,
     )
+    app.add_middleware(Edge, settings=settings)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -231,6 +237,10 @@ def create_app(settings: Settings | None = None, orchestrator: Orchestrator | No
     async def _http(request: Request, exc: HTTPException) -> Response:
         if exc.status_code == 400 and exc.detail == _BODY_NOT_PARSED:
             return _error("Invalid request — the body is not JSON in UTF-8")
+        if exc.status_code == 413:  # BodyTooLarge (server/edge.py): the rest of the body is not read
+            response = _error(str(exc.detail), status=413)
+            response.headers["Connection"] = "close"
+            return response
         if exc.status_code == 405:  # Starlette lists the methods of the first route of the path only
             exc.headers = {**(exc.headers or {}), "Allow": ", ".join(_methods(app, request.url.path))}
         return await http_exception_handler(request, exc)
@@ -335,7 +345,7 @@ def create_app(settings: Settings | None = None, orchestrator: Orchestrator | No
     async def run_events(
         run: Annotated[Run, Depends(_run)],
         request: Request,
-        after: Annotated[int | None, Query(ge=0, description="Resume after this event id")] = None,
+        after: Annotated[int | None, Query(ge=0, le=MAX_EVENT_ID, description="Resume after this event id")] = None,
     ) -> AsyncIterable[StreamItem]:
         """Every event of the run after `Last-Event-ID` (or `after`), then new ones live, then
         the `result`."""
@@ -408,7 +418,9 @@ def create_app(settings: Settings | None = None, orchestrator: Orchestrator | No
         return PAGE.read_text(encoding="utf-8")
 
     app.mount("/static", StaticFiles(directory=PAGE.parent), name="static")
+    add_docs(app)
     _mount_packs(app, packs)
+    document_edge(app, settings)
     return app
 
 
