@@ -45,6 +45,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocketClose
 
 from concerto.contracts.orchestrator import OrchestratorErrorResponse
+from concerto.redact import MASK
 from concerto.settings import Settings
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -53,7 +54,7 @@ TOKEN_PARAMETER = "token"
 COOKIE = "concerto_token"
 COOKIE_MAX_AGE_S = 30 * 24 * 3600
 DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
-_MASK = "********"
+_MASK = MASK  # as every other secret shows (concerto.redact)
 
 
 class Edge:
