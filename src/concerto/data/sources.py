@@ -15,6 +15,7 @@ from concerto.data.store import DEMO, QueryFailed, SourceError, Store
 
 if TYPE_CHECKING:
     from concerto.agents.base import AgentFailure
+    from concerto.contracts.orchestrator import OrchestratorInput
     from concerto.data.context import DataContext
     from concerto.nlp.embeddings import Embedder
     from concerto.resources import Resources
@@ -103,3 +104,12 @@ def source_failure(exc: SourceError | QueryFailed) -> AgentFailure:
             suggestion="See the loaded sources with `concerto data list`; load one with `concerto data load FILE`.",
         )
     return AgentFailure(str(exc), error_type="database_unavailable", kind=ErrorKind.UNAVAILABLE)
+
+
+def named_source(query: OrchestratorInput | None) -> str | None:
+    """The source a question names (`--source`, `data_source_id`, or either as a parameter)."""
+    if query is None:
+        return None
+    given = query.payload_parameters()
+    name = given.get("source") or given.get("data_source_id")
+    return str(name) if name else None

@@ -1,0 +1,142 @@
+"""First use: the slow one-time work agents declare (`Agent.first_use`), done outside timeouts.
+
+On a fresh data directory the demo table must be generated, loaded and its descriptions
+embedded before an analytics agent can answer; done inside the agent's task, that work
+counted against the task's timeout (20 s), and on a busy 2-core machine it did not fit.
+The orchestrator asks the agents of a plan what they still need before dispatching it, and
+runs that work here: in a thread, once per key however many questions wait for it, with an
+event and a line for the user ("Preparing the demo table (first use, about 6 s)…").
+`concerto serve` starts every agent's preparation at start-up, and `/ready` says what is
+still being prepared.
+
+Each preparation runs in its own daemon thread, not the loop's executor: a server asked to
+stop does not wait for a half-done load (the agents would do it again when asked).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+
+from concerto.contracts.events import EventType
+
+if TYPE_CHECKING:
+    from concerto.agents.base import Agent, FirstUse
+    from concerto.contracts.orchestrator import OrchestratorInput
+    from concerto.orchestrator.events import EventStream
+
+log = logging.getLogger(__name__)
+
+Notify = Callable[[str], None]
+
+
+def about(seconds: float, load_per_core: float | None = None) -> int:
+    """`seconds` on an idle machine, stretched by how busy the cores are (the load average per
+    core: with two busy processes on two cores, a third gets two thirds of a core)."""
+    if load_per_core is None:
+        try:
+            load_per_core = os.getloadavg()[0] / (os.cpu_count() or 1)
+        except OSError:  # not on every platform
+            load_per_core = 0.0
+    return max(1, round(seconds * max(1.0, load_per_core)))
+
+
+class FirstUseWork:
+    """The preparations of one orchestrator: which run, which are done, which failed."""
+
+    def __init__(self, notify: Notify | None = None) -> None:
+        self.notify = notify  # the CLI prints progress lines on stderr; a server logs them
+        self._running: dict[str, tuple[FirstUse, concurrent.futures.Future[float]]] = {}
+        self._done: dict[str, float] = {}  # key -> seconds it took
+        self._failed: dict[str, str] = {}  # key -> why (retried when an agent next needs it)
+        self._lock = threading.Lock()
+
+    def needed(self, agents: Iterable[Agent], query: OrchestratorInput | None = None) -> list[FirstUse]:
+        """What `agents` still need for `query`, one per key, in order (none once done here)."""
+        found: dict[str, FirstUse] = {}
+        for agent in agents:
+            try:
+                work = agent.first_use(query)
+            except Exception as exc:  # a broken check: the agent does the work itself when asked
+                log.warning("first use of %s could not be checked: %s: %s", agent.info.name, type(exc).__name__, exc)
+                continue
+            if work is not None and work.key not in self._done:
+                found.setdefault(work.key, work)
+        return list(found.values())
+
+    async def prepare(
+        self, agents: Iterable[Agent], query: OrchestratorInput | None = None, events: EventStream | None = None
+    ) -> None:
+        """Do what `agents` need before they answer `query`, one preparation after another (two
+        loads at once would share the cores and a DuckDB file); waiting here is outside every
+        task's timeout. A failure is logged and reported as an event: the agent then meets
+        the same problem itself and says so in its answer."""
+        for work in self.needed(agents, query):
+            started = time.perf_counter()
+            future, fresh = self._start(work)
+            if fresh or events is not None:
+                line = f"Preparing {work.title} (first use, about {about(work.seconds)} s)…"
+                if events is not None:
+                    events.emit(EventType.ACTION, line, details={"first_use": work.key})
+                if fresh:
+                    self._say(line)
+            try:
+                took = await asyncio.shield(asyncio.wrap_future(future))
+            except Exception as exc:
+                problem = f"Could not prepare {work.title}: {type(exc).__name__}: {exc}"
+                if events is not None:
+                    events.emit(EventType.ERROR, problem, details={"first_use": work.key})
+                if fresh:
+                    self._say(problem)
+                continue
+            if events is not None:
+                done = f"Prepared {work.title} in {time.perf_counter() - started:.1f} s"
+                events.emit(EventType.ACTION, done, details={"first_use": work.key})
+            if fresh:
+                self._say(f"Prepared {work.title} in {took:.1f} s.")
+
+    def status(self) -> tuple[list[str], dict[str, str]]:
+        """(titles being prepared now, key -> why it failed), for `/ready`."""
+        with self._lock:
+            return [work.title for work, _ in self._running.values()], dict(self._failed)
+
+    def _start(self, work: FirstUse) -> tuple[concurrent.futures.Future[float], bool]:
+        """The running preparation of `work.key`, started now if there is none (then True)."""
+        with self._lock:
+            running = self._running.get(work.key)
+            if running is not None:
+                return running[1], False
+            future: concurrent.futures.Future[float] = concurrent.futures.Future()
+            self._running[work.key] = (work, future)
+        threading.Thread(target=self._run, args=(work, future), name=f"first-use {work.key}", daemon=True).start()
+        return future, True
+
+    def _run(self, work: FirstUse, future: concurrent.futures.Future[float]) -> None:
+        future.set_running_or_notify_cancel()
+        started = time.perf_counter()
+        try:
+            work.run()
+        except BaseException as exc:
+            with self._lock:
+                self._running.pop(work.key, None)
+                self._failed[work.key] = f"{type(exc).__name__}: {exc}"
+            log.warning("preparing %s failed: %s: %s", work.title, type(exc).__name__, exc)
+            future.set_exception(exc)
+            return
+        took = time.perf_counter() - started
+        with self._lock:
+            self._running.pop(work.key, None)
+            self._failed.pop(work.key, None)
+            self._done[work.key] = took
+        future.set_result(took)
+
+    def _say(self, line: str) -> None:
+        log.info("%s", line)
+        if self.notify is not None:
+            self.notify(line)
