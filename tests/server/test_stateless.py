@@ -170,7 +170,11 @@ def test_ready_once_the_router_is_loaded(serve: Serve) -> None:
         time.sleep(0.1)
     assert response.json() == {
         "ready": True,
-        "checks": {"router": {"ok": True, "detail": None}, "database": {"ok": True, "detail": None}},
+        "checks": {
+            "router": {"ok": True, "detail": None},
+            "database": {"ok": True, "detail": None},
+            "first_use": {"ok": True, "detail": None},
+        },
     }
     assert client.get("/health").status_code == 200
 

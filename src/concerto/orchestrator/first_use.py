@@ -54,7 +54,7 @@ class FirstUseWork:
         self.notify = notify  # the CLI prints progress lines on stderr; a server logs them
         self._running: dict[str, tuple[FirstUse, concurrent.futures.Future[float]]] = {}
         self._done: dict[str, float] = {}  # key -> seconds it took
-        self._failed: dict[str, str] = {}  # key -> why (retried when an agent next needs it)
+        self._failed: dict[str, str] = {}  # title -> why (tried again when an agent next needs it)
         self._lock = threading.Lock()
 
     def needed(self, agents: Iterable[Agent], query: OrchestratorInput | None = None) -> list[FirstUse]:
@@ -102,9 +102,23 @@ class FirstUseWork:
                 self._say(f"Prepared {work.title} in {took:.1f} s.")
 
     def status(self) -> tuple[list[str], dict[str, str]]:
-        """(titles being prepared now, key -> why it failed), for `/ready`."""
+        """(titles being prepared now, title -> why it failed)."""
         with self._lock:
             return [work.title for work, _ in self._running.values()], dict(self._failed)
+
+    def readiness(self, startup: asyncio.Task[None] | None = None) -> tuple[bool, str | None]:
+        """(ready, why not or what to know) for `/ready`, given the server's start-up preparation:
+        not ready while it runs; ready after, even when something failed (the questions that
+        need it try again, and the rest are answered)."""
+        running, failed = self.status()
+        if running:
+            return False, f"preparing {', '.join(running)} (first use)"
+        if startup is not None and not startup.done():
+            return False, "about to prepare the agents' first-use data (demo tables)"
+        if failed:
+            problems = "; ".join(f"could not prepare {title}: {why}" for title, why in failed.items())
+            return True, f"{problems} (the first question that needs it tries again)"
+        return True, None
 
     def _start(self, work: FirstUse) -> tuple[concurrent.futures.Future[float], bool]:
         """The running preparation of `work.key`, started now if there is none (then True)."""
@@ -125,14 +139,14 @@ class FirstUseWork:
         except BaseException as exc:
             with self._lock:
                 self._running.pop(work.key, None)
-                self._failed[work.key] = f"{type(exc).__name__}: {exc}"
+                self._failed[work.title] = f"{type(exc).__name__}: {exc}"
             log.warning("preparing %s failed: %s: %s", work.title, type(exc).__name__, exc)
             future.set_exception(exc)
             return
         took = time.perf_counter() - started
         with self._lock:
             self._running.pop(work.key, None)
-            self._failed.pop(work.key, None)
+            self._failed.pop(work.title, None)
             self._done[work.key] = took
         future.set_result(took)
 

@@ -204,11 +204,13 @@ def create_app(settings: Settings | None = None, orchestrator: Orchestrator | No
         app.state.runs = Runs(orch, app.state.log)
         warm = asyncio.create_task(_warm_up(orch), name="warm-up")
         app.state.router_loaded = asyncio.create_task(_load_router(orch, warm), name="load-router")
+        app.state.first_use = asyncio.create_task(_first_use(orch, app.state.router_loaded), name="first-use")
         try:
             yield
         finally:
             warm.cancel()
             app.state.router_loaded.cancel()
+            app.state.first_use.cancel()
             await app.state.runs.aclose()
             if orchestrator is None:
                 await orch.aclose()
@@ -388,8 +390,9 @@ def create_app(settings: Settings | None = None, orchestrator: Orchestrator | No
     )
     async def ready(request: Request) -> Any:
         """Readiness (for a load balancer): the router and its embedding model are loaded, the
-        database is reachable and, with `CONCERTO_EXECUTOR=ray`, so is the cluster. 503 with the
-        checks while one fails; `/health` is the liveness check."""
+        agents' first-use data (demo tables) is prepared, the database is reachable and, with
+        `CONCERTO_EXECUTOR=ray`, so is the cluster. 503 with the checks while one fails;
+        `/health` is the liveness check."""
         orch = _orch(request)
         checks = {
             "router": await _router_check(request.app.state.router_loaded),
@@ -397,6 +400,8 @@ def create_app(settings: Settings | None = None, orchestrator: Orchestrator | No
         }
         if orch.settings.executor == "ray":
             checks["cluster"] = await _cluster_check(orch.settings.ray_address)
+        prepared, detail = orch.first_use.readiness(request.app.state.first_use)
+        checks["first_use"] = Check(ok=prepared, detail=detail)
         body = Readiness(ready=all(c.ok for c in checks.values()), checks=checks)
         return body if body.ready else JSONResponse(body.model_dump(mode="json"), status_code=503)
 
@@ -440,6 +445,13 @@ async def _load_router(orch: Orchestrator, after: asyncio.Task[None]) -> str | N
         log.warning("loading the router failed: %s: %s", type(exc).__name__, exc)
         return f"the router could not be loaded: {type(exc).__name__}: {exc}"
     return None
+
+
+async def _first_use(orch: Orchestrator, after: asyncio.Task[str | None]) -> None:
+    """Prepare the agents' first-use data (the demo tables) once the router is loaded, so no
+    question waits for it; `/ready` says it is preparing meanwhile."""
+    await asyncio.wait({after})
+    await orch.prepare()
 
 
 async def _router_check(loading: asyncio.Task[str | None]) -> Check:
