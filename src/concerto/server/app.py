@@ -474,6 +474,10 @@ async def _log_check(shared: Log) -> Check:
 async def _cluster_check(address: str) -> Check:
     """Whether the Ray cluster answers at its address (a TCP connection: Ray's own client would
     retry for 30 s). An empty address is a local cluster started on first use."""
+    from concerto.cluster.ray_runner import INSTALL_RAY, ray_missing
+
+    if (problem := ray_missing()) is not None:
+        return Check(ok=False, detail=f"{problem}. {INSTALL_RAY}")
     ray = sys.modules.get("ray")
     if not address or address == "auto":
         if ray is None or not ray.is_initialized():
