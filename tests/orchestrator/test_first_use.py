@@ -112,7 +112,11 @@ async def test_a_failed_preparation_is_reported_and_tried_again_by_the_next_ques
     assert any(
         e.type is EventType.ERROR and e.title == "Could not prepare the test data: OSError: disk full" for e in events
     )
-    assert orch.first_use.status() == ([], {"test.demo": "OSError: disk full"})
+    assert orch.first_use.status() == ([], {"the test data": "OSError: disk full"})
+    assert orch.first_use.readiness() == (
+        True,
+        "could not prepare the test data: OSError: disk full (the first question that needs it tries again)",
+    )
     result, _ = await _ask(orch)
     assert isinstance(result, OrchestratorOutput) and demo.runs == 3
     assert orch.first_use.status() == ([], {})
@@ -135,7 +139,9 @@ async def test_prepare_does_every_agents_work_and_status_says_what_is_running(
     started = asyncio.create_task(orch.prepare())
     await asyncio.sleep(PREPARE_S / 4)
     assert orch.first_use.status() == (["the test data"], {})
+    assert orch.first_use.readiness(started) == (False, "preparing the test data (first use)")
     await started
+    assert orch.first_use.readiness(started) == (True, None)
     assert demo.loaded and orch.first_use.status() == ([], {})
     assert orch.first_use.needed([orch.agent("reader")]) == []
 

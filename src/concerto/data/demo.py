@@ -26,8 +26,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from concerto.agents.base import FirstUse
-    from concerto.contracts.orchestrator import OrchestratorInput
     from concerto.data.context import DataContext
     from concerto.data.store import Store
 
@@ -250,17 +248,3 @@ def load_demo(store: Store) -> DataContext:
         path = Path(tmp) / "demo_customers.parquet"
         pq.write_table(demo_table(), path)
         return store.load(path, DEMO, overrides=ProfileOverrides.model_validate(DEMO_PROFILE))
-
-
-def demo_first_use(store: Store, query: OrchestratorInput | None = None) -> FirstUse | None:
-    """Loading the demo table, when `query` (any question, when None) would be about it and
-    it is not loaded: no source named and none of the user's loaded (`sources.choose`)."""
-    from concerto.agents.base import FirstUse
-    from concerto.data.sources import choose, named_source
-    from concerto.data.store import DEMO
-
-    if named_source(query):
-        return None
-    if any(c.name == DEMO or c.built_in is None for c in store.contexts()):
-        return None  # loaded already, or the user's own sources are what questions are about
-    return FirstUse("data.demo", "the demo table", PREPARE_SECONDS, lambda: choose(store))

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from concerto.data.store import DEMO, QueryFailed, SourceError, Store
 
 if TYPE_CHECKING:
-    from concerto.agents.base import AgentFailure
+    from concerto.agents.base import AgentFailure, FirstUse
     from concerto.contracts.orchestrator import OrchestratorInput
     from concerto.data.context import DataContext
     from concerto.nlp.embeddings import Embedder
@@ -89,6 +89,20 @@ def choose(store: Store, name: str | None = None) -> DataContext:
     with _LOADING_DEMO:  # two agents of one plan may both ask for it first (DuckDB: write-write conflict)
         demo = next((c for c in store.contexts() if c.name == DEMO), None)
         return demo if demo is not None else load_demo(store)
+
+
+def demo_first_use(store: Store, query: OrchestratorInput | None = None) -> FirstUse | None:
+    """Loading the demo table before the agents' tasks (`Agent.first_use`), when `query` (any
+    question, when None) will be about it and it is not loaded: no source named, none of the
+    user's loaded (as `choose` decides)."""
+    from concerto.agents.base import FirstUse
+    from concerto.data.demo import PREPARE_SECONDS
+
+    if named_source(query):
+        return None
+    if any(c.name == DEMO or c.built_in is None for c in store.contexts()):
+        return None  # loaded already, or the user's own sources are what questions are about
+    return FirstUse("data.demo", "the demo table", PREPARE_SECONDS, lambda: choose(store))
 
 
 def source_failure(exc: SourceError | QueryFailed) -> AgentFailure:

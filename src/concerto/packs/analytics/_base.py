@@ -21,7 +21,7 @@ from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentResult,
 from concerto.contracts.common import ErrorKind
 from concerto.contracts.events import EventType
 from concerto.data.safety import UnsafeQuery
-from concerto.data.sources import choose, source_failure, store_for
+from concerto.data.sources import choose, demo_first_use, source_failure, store_for
 from concerto.data.store import QueryFailed, QueryResult, SourceError, Store
 from concerto.nlp.terms import words
 from concerto.packs.analytics.reading import Reading, read
@@ -381,8 +381,6 @@ class AnalyticsAgent(Agent):
 
     def first_use(self, query: OrchestratorInput | None = None) -> FirstUse | None:
         """The demo table, loaded before the task when the question will be about it."""
-        from concerto.data.demo import demo_first_use
-
         try:
             return demo_first_use(store_for(self.settings, self.resources), query)
         except (QueryFailed, SourceError):  # the database is down: the task says so
