@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+import concerto.protocols
 from concerto.agents.loader import load_packs
 from concerto.orchestrator.engine import Orchestrator
 from concerto.protocols.a2a_routes import MISSING
@@ -20,8 +21,11 @@ from concerto.settings import Settings
 
 
 def test_without_the_extra_the_card_and_the_endpoint_name_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in [m for m in sys.modules if m == "a2a" or m.startswith("a2a.")]:
+        monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "a2a", None)
     monkeypatch.delitem(sys.modules, "concerto.protocols.a2a_server", raising=False)
+    monkeypatch.delattr(concerto.protocols, "a2a_server", raising=False)
     settings = Settings(data_dir=tmp_path, store_events=False, agents="echo")
     orch = Orchestrator(settings, packs=load_packs("echo"))
     with TestClient(create_app(orchestrator=orch)) as client:
