@@ -17,6 +17,7 @@ from concerto.orchestrator.events import EventStream
 from concerto.orchestrator.first_use import FirstUseWork, about
 
 PREPARE_S = 0.8
+ESTIMATE_S = 3.0  # what the agent declares: long enough to be announced on stderr (NOTICE_S)
 
 
 class Demo:
@@ -52,7 +53,7 @@ def demo_agent(name: str, demo: Demo, timeout_ms: int = 300) -> type[Agent]:
         def first_use(self, query: OrchestratorInput | None = None) -> FirstUse | None:
             if demo.loaded or (query is not None and query.source):
                 return None
-            return FirstUse("test.demo", "the test data", PREPARE_S, demo.load)
+            return FirstUse("test.demo", "the test data", ESTIMATE_S, demo.load)
 
         async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
             try:
@@ -163,3 +164,31 @@ def test_the_estimate_grows_with_the_load() -> None:
     assert about(3.0, 1.5) == 4  # two busy processes on two cores and this one: 2/3 of a core
     assert about(0.1, 0.0) == 1  # never "about 0 s"
     assert about(3.0) >= 3  # the machine's own load average
+
+
+async def test_async_work_runs_on_the_loop_and_short_work_is_not_announced(
+    make_orchestrator: Callable[..., Orchestrator],
+) -> None:
+    started: list[asyncio.AbstractEventLoop] = []
+
+    class Session(Agent):
+        info: ClassVar[AgentInfo] = AgentInfo(name="reader", description="needs a session", default_timeout_ms=300)
+
+        def first_use(self, query: OrchestratorInput | None = None) -> FirstUse | None:
+            return None if started else FirstUse("test.session", "the test server", 0.2, self.open)
+
+        async def open(self) -> None:  # a session bound to the loop (an MCP server's)
+            await asyncio.sleep(PREPARE_S)
+            started.append(asyncio.get_running_loop())
+
+        async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
+            return AgentResult(summary="open" if started else "closed")
+
+    orch = make_orchestrator(Session)
+    said: list[str] = []
+    orch.first_use.notify = said.append
+    result, events = await _ask(orch)
+    assert isinstance(result, OrchestratorOutput) and result.response == "open"
+    assert started == [asyncio.get_running_loop()]
+    assert said == []  # about a fifth of a second: not worth a line (the events say it)
+    assert any(e.title.startswith("Preparing the test server (first use, about") for e in events)

@@ -134,6 +134,7 @@ class Orchestrator:
 
     async def aclose(self) -> None:
         """Close agents and shared resources."""
+        await self.first_use.aclose()
         for agent in self._agents.values():
             try:
                 await agent.aclose()

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import inspect
 import logging
 import os
 import threading
 import time
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 from concerto.contracts.events import EventType
 
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Notify = Callable[[str], None]
+Running: TypeAlias = "concurrent.futures.Future[float] | asyncio.Future[float]"
+NOTICE_S = 2  # a preparation expected to take less is not announced on stderr (the events still say it)
 
 
 def about(seconds: float, load_per_core: float | None = None) -> int:
@@ -52,7 +55,7 @@ class FirstUseWork:
 
     def __init__(self, notify: Notify | None = None) -> None:
         self.notify = notify  # the CLI prints progress lines on stderr; a server logs them
-        self._running: dict[str, tuple[FirstUse, concurrent.futures.Future[float]]] = {}
+        self._running: dict[str, tuple[FirstUse, Running]] = {}
         self._done: dict[str, float] = {}  # key -> seconds it took
         self._failed: dict[str, str] = {}  # title -> why (tried again when an agent next needs it)
         self._lock = threading.Lock()
@@ -80,14 +83,16 @@ class FirstUseWork:
         for work in self.needed(agents, query):
             started = time.perf_counter()
             future, fresh = self._start(work)
-            if fresh or events is not None:
-                line = f"Preparing {work.title} (first use, about {about(work.seconds)} s)…"
-                if events is not None:
-                    events.emit(EventType.ACTION, line, details={"first_use": work.key})
-                if fresh:
-                    self._say(line)
+            line = f"Preparing {work.title} (first use, about {about(work.seconds)} s)…"
+            if events is not None:
+                events.emit(EventType.ACTION, line, details={"first_use": work.key})
+            announced = fresh and about(work.seconds) >= NOTICE_S  # the one who started it says so
+            if announced:
+                self._say(line)
             try:
-                took = await asyncio.shield(asyncio.wrap_future(future))
+                took = await asyncio.shield(
+                    future if isinstance(future, asyncio.Future) else asyncio.wrap_future(future)
+                )
             except Exception as exc:
                 problem = f"Could not prepare {work.title}: {type(exc).__name__}: {exc}"
                 if events is not None:
@@ -98,8 +103,17 @@ class FirstUseWork:
             if events is not None:
                 done = f"Prepared {work.title} in {time.perf_counter() - started:.1f} s"
                 events.emit(EventType.ACTION, done, details={"first_use": work.key})
-            if fresh:
+            if announced:
                 self._say(f"Prepared {work.title} in {took:.1f} s.")
+
+    async def aclose(self) -> None:
+        """Stop the preparations running on the loop (sessions being opened) before the
+        orchestrator closes what they open; those in threads finish or die with the process."""
+        with self._lock:
+            tasks = [f for _, f in self._running.values() if isinstance(f, asyncio.Future)]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     def status(self) -> tuple[list[str], dict[str, str]]:
         """(titles being prepared now, title -> why it failed)."""
@@ -120,15 +134,22 @@ class FirstUseWork:
             return True, f"{problems} (the first question that needs it tries again)"
         return True, None
 
-    def _start(self, work: FirstUse) -> tuple[concurrent.futures.Future[float], bool]:
+    def _start(self, work: FirstUse) -> tuple[Running, bool]:
         """The running preparation of `work.key`, started now if there is none (then True)."""
         with self._lock:
             running = self._running.get(work.key)
             if running is not None:
                 return running[1], False
-            future: concurrent.futures.Future[float] = concurrent.futures.Future()
+            future: Running
+            if inspect.iscoroutinefunction(work.run):  # bound to this loop (e.g. a session it opens)
+                future = asyncio.ensure_future(self._run_async(work))
+            else:
+                future = concurrent.futures.Future()
+                thread = threading.Thread(target=self._run, args=(work, future), name=f"first-use {work.key}")
+                thread.daemon = True
             self._running[work.key] = (work, future)
-        threading.Thread(target=self._run, args=(work, future), name=f"first-use {work.key}", daemon=True).start()
+        if isinstance(future, concurrent.futures.Future):
+            thread.start()
         return future, True
 
     def _run(self, work: FirstUse, future: concurrent.futures.Future[float]) -> None:
@@ -137,18 +158,38 @@ class FirstUseWork:
         try:
             work.run()
         except BaseException as exc:
-            with self._lock:
-                self._running.pop(work.key, None)
-                self._failed[work.title] = f"{type(exc).__name__}: {exc}"
-            log.warning("preparing %s failed: %s: %s", work.title, type(exc).__name__, exc)
+            self._finished(work, exc)
             future.set_exception(exc)
             return
         took = time.perf_counter() - started
+        self._finished(work, None, took)
+        future.set_result(took)
+
+    async def _run_async(self, work: FirstUse) -> float:
+        started = time.perf_counter()
+        try:
+            await work.run()  # type: ignore[misc]
+        except asyncio.CancelledError:  # the orchestrator is closing: not a failure
+            with self._lock:
+                self._running.pop(work.key, None)
+            raise
+        except BaseException as exc:
+            self._finished(work, exc)
+            raise
+        took = time.perf_counter() - started
+        self._finished(work, None, took)
+        return took
+
+    def _finished(self, work: FirstUse, failure: BaseException | None, took: float = 0.0) -> None:
         with self._lock:
             self._running.pop(work.key, None)
-            self._failed.pop(work.title, None)
-            self._done[work.key] = took
-        future.set_result(took)
+            if failure is None:
+                self._failed.pop(work.title, None)
+                self._done[work.key] = took
+            else:
+                self._failed[work.title] = f"{type(failure).__name__}: {failure}"
+        if failure is not None:
+            log.warning("preparing %s failed: %s: %s", work.title, type(failure).__name__, failure)
 
     def _say(self, line: str) -> None:
         log.info("%s", line)
