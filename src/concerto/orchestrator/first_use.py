@@ -128,7 +128,7 @@ class FirstUseWork:
         if running:
             return False, f"preparing {', '.join(running)} (first use)"
         if startup is not None and not startup.done():
-            return False, "about to prepare the agents' first-use data (demo tables)"
+            return False, "about to prepare what the agents need on first use (demo data, MCP servers)"
         if failed:
             problems = "; ".join(f"could not prepare {title}: {why}" for title, why in failed.items())
             return True, f"{problems} (the first question that needs it tries again)"
