@@ -44,9 +44,28 @@ def demo_agent(demo: DemoData) -> type[Agent]:
     return Reader
 
 
+started: list[str] = []
+
+
+class Server(Agent):
+    """Needs a server process of its own, started before its first question, not at start-up."""
+
+    info: ClassVar[AgentInfo] = AgentInfo(name="pinger", description="Pings its server", examples=["ping it"])
+
+    def first_use(self, query: OrchestratorInput | None = None) -> FirstUse | None:
+        return None if started else FirstUse("test.server", "the test server", 0.1, self.start, lasting=False)
+
+    def start(self) -> None:
+        started.append("server")
+
+    async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
+        return AgentResult(summary="pong")
+
+
 def test_ready_says_it_is_preparing_until_the_first_use_data_is_in(tmp_path: Path) -> None:
     demo = DemoData()
-    orch = Orchestrator(Settings(data_dir=tmp_path, store_events=False), registry=AgentRegistry([demo_agent(demo)]))
+    registry = AgentRegistry([demo_agent(demo), Server])
+    orch = Orchestrator(Settings(data_dir=tmp_path, store_events=False), registry=registry)
     with TestClient(create_app(orchestrator=orch)) as client:
         seen = []
         deadline = time.monotonic() + 60
@@ -58,5 +77,6 @@ def test_ready_says_it_is_preparing_until_the_first_use_data_is_in(tmp_path: Pat
         assert {"ok": False, "detail": "preparing the test table (first use)"} in seen
         assert response.json()["checks"]["first_use"] == {"ok": True, "detail": None}
         assert demo.loaded.is_set()  # prepared without any question
+        assert started == []  # work that does not last (a server process) waits for its question
         answer = client.post("/v1/ask", json={"query": "read the demo data"}).json()
         assert answer["response"] == "read" and "first_use_ms" not in answer["breakdown"]

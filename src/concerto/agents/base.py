@@ -141,14 +141,18 @@ class FirstUse:
     progress, before the agent's task starts (and `concerto serve` at start-up).
 
     `key` names the work, so agents that need the same thing share one run; `run` is
-    synchronous (it runs in a thread) and idempotent; `seconds` is about how long it takes
-    on an idle machine, for the progress message.
+    idempotent, synchronous (it runs in a thread) or a coroutine function (it runs on the
+    loop: a session it opens belongs to it); `seconds` is about how long it takes on an idle
+    machine, for the progress message. `lasting` work leaves its result in the data dir
+    (demo data), so `concerto serve` does it at start-up; other work (starting an MCP
+    server process) is done before the first question that needs it.
     """
 
     key: str
     title: str
     seconds: float
     run: Callable[[], object] = field(compare=False)
+    lasting: bool = True
 
 
 Emit = Callable[..., Awaitable[None]]

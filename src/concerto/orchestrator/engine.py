@@ -128,9 +128,9 @@ class Orchestrator:
         return self._router
 
     async def prepare(self) -> None:
-        """Do every agent's first-use work now (demo data and its embeddings) instead of before
-        the first question that needs it; `concerto serve` calls it at start-up."""
-        await self.first_use.prepare([self.agent(name) for name in self.registry.names()])
+        """Do every agent's lasting first-use work now (demo data and its embeddings) instead of
+        before the first question that needs it; `concerto serve` calls it at start-up."""
+        await self.first_use.prepare([self.agent(name) for name in self.registry.names()], lasting=True)
 
     async def aclose(self) -> None:
         """Close agents and shared resources."""

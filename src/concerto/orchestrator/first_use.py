@@ -60,8 +60,11 @@ class FirstUseWork:
         self._failed: dict[str, str] = {}  # title -> why (tried again when an agent next needs it)
         self._lock = threading.Lock()
 
-    def needed(self, agents: Iterable[Agent], query: OrchestratorInput | None = None) -> list[FirstUse]:
-        """What `agents` still need for `query`, one per key, in order (none once done here)."""
+    def needed(
+        self, agents: Iterable[Agent], query: OrchestratorInput | None = None, *, lasting: bool = False
+    ) -> list[FirstUse]:
+        """What `agents` still need for `query`, one per key, in order (none once done here);
+        only the `lasting` work when `lasting`."""
         found: dict[str, FirstUse] = {}
         for agent in agents:
             try:
@@ -69,18 +72,23 @@ class FirstUseWork:
             except Exception as exc:  # a broken check: the agent does the work itself when asked
                 log.warning("first use of %s could not be checked: %s: %s", agent.info.name, type(exc).__name__, exc)
                 continue
-            if work is not None and work.key not in self._done:
+            if work is not None and work.key not in self._done and (work.lasting or not lasting):
                 found.setdefault(work.key, work)
         return list(found.values())
 
     async def prepare(
-        self, agents: Iterable[Agent], query: OrchestratorInput | None = None, events: EventStream | None = None
+        self,
+        agents: Iterable[Agent],
+        query: OrchestratorInput | None = None,
+        events: EventStream | None = None,
+        *,
+        lasting: bool = False,
     ) -> None:
         """Do what `agents` need before they answer `query`, one preparation after another (two
         loads at once would share the cores and a DuckDB file); waiting here is outside every
         task's timeout. A failure is logged and reported as an event: the agent then meets
         the same problem itself and says so in its answer."""
-        for work in self.needed(agents, query):
+        for work in self.needed(agents, query, lasting=lasting):
             started = time.perf_counter()
             future, fresh = self._start(work)
             line = f"Preparing {work.title} (first use, about {about(work.seconds)} s)…"
@@ -128,7 +136,7 @@ class FirstUseWork:
         if running:
             return False, f"preparing {', '.join(running)} (first use)"
         if startup is not None and not startup.done():
-            return False, "about to prepare what the agents need on first use (demo data, MCP servers)"
+            return False, "about to prepare the agents' first-use data (demo tables)"
         if failed:
             problems = "; ".join(f"could not prepare {title}: {why}" for title, why in failed.items())
             return True, f"{problems} (the first question that needs it tries again)"

@@ -68,7 +68,7 @@ def server_first_use(agent: Agent, name: str) -> FirstUse | None:
         return None  # the task reports the file's problem
     if server.connected:
         return None
-    return FirstUse(f"mcp.{name}", f"the {name} MCP server", 0.5, server.session)
+    return FirstUse(f"mcp.{name}", f"the {name} MCP server", 0.5, server.session, lasting=False)
 
 
 async def call_tool(context: AgentContext, server: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
