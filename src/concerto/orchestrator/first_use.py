@@ -4,13 +4,15 @@ On a fresh data directory the demo table must be generated, loaded and its descr
 embedded before an analytics agent can answer; done inside the agent's task, that work
 counted against the task's timeout (20 s), and on a busy 2-core machine it did not fit.
 The orchestrator asks the agents of a plan what they still need before dispatching it, and
-runs that work here: in a thread, once per key however many questions wait for it, with an
-event and a line for the user ("Preparing the demo table (first use, about 6 s)…").
-`concerto serve` starts every agent's preparation at start-up, and `/ready` says what is
-still being prepared.
+runs that work here, once per key however many questions wait for it, with an event and a
+line for the user ("Preparing the demo table (first use, about 6 s)…"). `concerto serve`
+does every agent's `lasting` work (what stays in the data dir) at start-up, and `/ready` says
+what is still being prepared.
 
-Each preparation runs in its own daemon thread, not the loop's executor: a server asked to
-stop does not wait for a half-done load (the agents would do it again when asked).
+Synchronous work runs in a daemon thread of its own, not the loop's executor: a server asked
+to stop does not wait for a half-done load (the agents would do it again when asked). A
+coroutine (opening a session that belongs to the loop) runs as a task on the loop, cancelled
+when the orchestrator closes.
 """
 
 from __future__ import annotations
@@ -148,16 +150,14 @@ class FirstUseWork:
             running = self._running.get(work.key)
             if running is not None:
                 return running[1], False
-            future: Running
             if inspect.iscoroutinefunction(work.run):  # bound to this loop (e.g. a session it opens)
-                future = asyncio.ensure_future(self._run_async(work))
-            else:
-                future = concurrent.futures.Future()
-                thread = threading.Thread(target=self._run, args=(work, future), name=f"first-use {work.key}")
-                thread.daemon = True
+                task = asyncio.ensure_future(self._run_async(work))
+                task.add_done_callback(lambda t: t.cancelled() or t.exception())  # read even if no one waits
+                self._running[work.key] = (work, task)
+                return task, True
+            future: concurrent.futures.Future[float] = concurrent.futures.Future()
             self._running[work.key] = (work, future)
-        if isinstance(future, concurrent.futures.Future):
-            thread.start()
+        threading.Thread(target=self._run, args=(work, future), name=f"first-use {work.key}", daemon=True).start()
         return future, True
 
     def _run(self, work: FirstUse, future: concurrent.futures.Future[float]) -> None:
