@@ -161,7 +161,8 @@ async def _ask(payload: dict[str, Any], now: datetime | None, trace: bool) -> An
     from concerto.orchestrator.engine import Orchestrator
 
     async with Orchestrator() as orchestrator:
-        if not trace:
+        if not trace:  # (with --trace the events say it)
+            orchestrator.first_use.notify = lambda line: click.echo(line, err=True)  # "Preparing the demo table…"
             return await orchestrator.ask(payload, now=now)
         from concerto.cli_render import render_event
         from concerto.contracts.events import Event
@@ -258,6 +259,8 @@ def config(as_json: bool, markdown: bool) -> None:
     for owner, part in values.items():
         click.echo(f"# {owner}")
         for key, value in part.items():
+            if isinstance(value, dict):  # written as in the environment: name=value,name=value
+                value = ",".join(f"{k}={v}" for k, v in value.items())
             click.echo(f"CONCERTO_{key.upper()}={'' if value is None else value}")
 
 

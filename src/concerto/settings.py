@@ -121,6 +121,18 @@ class Settings(_ConcertoSettings):
     default_timeout_ms: int = Field(
         30000, ge=1, le=600_000, description="Task timeout for agents that declare none of their own"
     )
+    agent_timeouts: Annotated[dict[str, int], NoDecode] = Field(
+        default_factory=dict,
+        description="Task timeout per agent in ms, e.g. `segmentation=60000,kpi=45000`: wins over the agent's "
+        "own timeout, the intent tables' and CONCERTO_MIN_TIMEOUT_MS (a timeout error names this setting)",
+    )
+    min_timeout_ms: int = Field(
+        0,
+        ge=0,
+        le=600_000,
+        description="Every task's timeout is at least this many ms (0: none); raises all the agents' own "
+        "timeouts at once on a slow or busy machine",
+    )
     semantic_threshold: float = Field(0.35, ge=0, le=1, description="Minimum similarity for the semantic router")
     intents_file: Path | None = Field(None, description="Extra intent table (YAML) for the planner")
     store_events: bool = Field(
@@ -159,6 +171,28 @@ class Settings(_ConcertoSettings):
     )
 
     _sections: dict[type[PackSettings], PackSettings] = PrivateAttr(default_factory=dict)
+
+    @field_validator("agent_timeouts", mode="before")
+    @classmethod
+    def _timeouts(cls, value: Any) -> Any:
+        """`name=ms,name=ms` (the environment's form), a JSON object or a mapping; each 1..600000 ms."""
+        if isinstance(value, str) and value.lstrip().startswith("{"):
+            import json
+
+            try:
+                value = json.loads(value)
+            except ValueError:
+                raise ValueError("not a JSON object; or write it as segmentation=60000,kpi=45000") from None
+        if isinstance(value, str):
+            entries = [e.strip() for e in value.split(",") if e.strip()]
+            if any(e.count("=") != 1 for e in entries):
+                raise ValueError("write it as agent=milliseconds, separated by commas: segmentation=60000,kpi=45000")
+            value = {k.strip(): v.strip() for k, v in (e.split("=") for e in entries)}
+        if isinstance(value, dict):
+            for name, ms in value.items():
+                if not (str(ms).isdigit() and 1 <= int(ms) <= 600_000):
+                    raise ValueError(f"the timeout of {name} must be 1..600000 ms, not {ms!r}")
+        return value
 
     @field_validator("llm_api_key", mode="before")
     @classmethod

@@ -48,11 +48,15 @@ class LocalEmbedder:
             return self._embed(texts)
 
     def embed_bulk(self, texts: list[str]) -> np.ndarray:
-        """Many texts at once (a load), with every core and without filling the question cache."""
-        import os
+        """Many texts at once (a load), without filling the question cache.
 
+        One BLAS thread, like questions: the encoder sorts the texts into batches of similar
+        length, and on a busy 2-core machine two threads made the demo table's 300
+        descriptions take 13-18 s instead of 2 s (OpenBLAS threads wait on each other when
+        other processes hold the cores; BENCHMARKS.md, "MiniLM batches").
+        """
         with self._lock:
-            return self._encoder().encode(texts, threads=os.cpu_count() or 1).astype(np.float32, copy=False)
+            return self._encoder().encode(texts).astype(np.float32, copy=False)
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         missing = list(dict.fromkeys(t for t in texts if t not in self._cache))

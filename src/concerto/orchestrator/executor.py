@@ -22,6 +22,7 @@ from concerto.contracts.dispatch import AgentDispatchResponse
 from concerto.contracts.events import EventType
 from concerto.contracts.plan import AgentTask, OrchestrationPlan
 from concerto.orchestrator.events import EventStream
+from concerto.orchestrator.timeouts import timeout_suggestion
 
 log = logging.getLogger(__name__)
 
@@ -307,7 +308,7 @@ class Executor:
                 error_type="timeout",
                 recoverable=True,
                 message=f"{agent_name} did not answer within {task.timeout_ms} ms",
-                suggestion="Try again, or raise the task's timeout.",
+                suggestion=timeout_suggestion(task.agent, task.timeout_ms),
             )
         except AgentFailure as exc:
             attempt.status = ExecutionStatus.FAILED

@@ -210,11 +210,13 @@ def create_app(settings: Settings | None = None, orchestrator: Orchestrator | No
         app.state.runs = Runs(orch, app.state.log)
         warm = asyncio.create_task(_warm_up(orch), name="warm-up")
         app.state.router_loaded = asyncio.create_task(_load_router(orch, warm), name="load-router")
+        app.state.first_use = asyncio.create_task(_first_use(orch, app.state.router_loaded), name="first-use")
         try:
             yield
         finally:
             warm.cancel()
             app.state.router_loaded.cancel()
+            app.state.first_use.cancel()
             await app.state.runs.aclose()
             if orchestrator is None:
                 await orch.aclose()
@@ -401,8 +403,9 @@ def create_app(settings: Settings | None = None, orchestrator: Orchestrator | No
     )
     async def ready(request: Request) -> Any:
         """Readiness (for a load balancer): the router and its embedding model are loaded, the
-        database is reachable and, with `CONCERTO_EXECUTOR=ray`, so is the cluster. 503 with the
-        checks while one fails; `/health` is the liveness check."""
+        agents' first-use data (demo tables) is prepared, the database is reachable and, with
+        `CONCERTO_EXECUTOR=ray`, so is the cluster. 503 with the checks while one fails;
+        `/health` is the liveness check."""
         orch = _orch(request)
         checks = {
             "router": await _router_check(request.app.state.router_loaded),
@@ -410,6 +413,8 @@ def create_app(settings: Settings | None = None, orchestrator: Orchestrator | No
         }
         if orch.settings.executor == "ray":
             checks["cluster"] = await _cluster_check(orch.settings.ray_address)
+        prepared, detail = orch.first_use.readiness(request.app.state.first_use)
+        checks["first_use"] = Check(ok=prepared, detail=detail)
         body = Readiness(ready=all(c.ok for c in checks.values()), checks=checks)
         return body if body.ready else JSONResponse(body.model_dump(mode="json"), status_code=503)
 
@@ -457,6 +462,13 @@ async def _load_router(orch: Orchestrator, after: asyncio.Task[None]) -> str | N
     return None
 
 
+async def _first_use(orch: Orchestrator, after: asyncio.Task[str | None]) -> None:
+    """Prepare the agents' first-use data (the demo tables) once the router is loaded, so no
+    question waits for it; `/ready` says it is preparing meanwhile."""
+    await asyncio.wait({after})
+    await orch.prepare()
+
+
 async def _router_check(loading: asyncio.Task[str | None]) -> Check:
     if not loading.done():
         await asyncio.wait({loading}, timeout=READY_WAIT_S)
@@ -477,6 +489,10 @@ async def _log_check(shared: Log) -> Check:
 async def _cluster_check(address: str) -> Check:
     """Whether the Ray cluster answers at its address (a TCP connection: Ray's own client would
     retry for 30 s). An empty address is a local cluster started on first use."""
+    from concerto.cluster.ray_runner import INSTALL_RAY, ray_missing
+
+    if (problem := ray_missing()) is not None:
+        return Check(ok=False, detail=f"{problem}. {INSTALL_RAY}")
     ray = sys.modules.get("ray")
     if not address or address == "auto":
         if ray is None or not ray.is_initialized():

@@ -11,9 +11,19 @@ import asyncio
 import re
 from typing import Any
 
-from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentInfo, AgentResult, Holdings, Unanswered
+from concerto.agents.base import (
+    Agent,
+    AgentContext,
+    AgentFailure,
+    AgentInfo,
+    AgentResult,
+    FirstUse,
+    Holdings,
+    Unanswered,
+)
 from concerto.contracts.common import ErrorKind
 from concerto.contracts.events import EventType
+from concerto.contracts.orchestrator import OrchestratorInput
 from concerto.packs.kpi.asks import Analysis
 from concerto.packs.kpi.formats import EXAMPLES, KPIQuery, invalid_format, looks_structured
 from concerto.packs.kpi.interpret import (
@@ -90,6 +100,16 @@ class KPIAgent(Agent):
         ],
         default_timeout_ms=30000,
     )
+
+    def first_use(self, query: OrchestratorInput | None = None) -> FirstUse | None:
+        """The demo records, loaded before the task into an empty embedded store (one that
+        holds data has written its names file; a ChromaDB server's data is the user's)."""
+        from concerto.packs.kpi.held import names_file
+        from concerto.packs.kpi.settings import KPISettings
+
+        if KPISettings.of(self.settings).chroma_url or names_file(self.settings.data_dir).exists():
+            return None
+        return FirstUse("kpi.demo", "the KPI demo records", 2.0, lambda: _store(self))
 
     def holdings(self) -> Holdings | None:
         """The KPI and department names the store holds (read from a small file, not ChromaDB)."""
