@@ -183,8 +183,19 @@ def agents(as_json: bool) -> None:
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535), help="TCP port.")
-def serve(host: str, port: int) -> None:
+@click.option(
+    "--shutdown-timeout",
+    default=2,
+    show_default=True,
+    type=click.IntRange(0, 600),
+    help="Seconds the requests in flight get to finish after SIGTERM or Ctrl-C; those still "
+    "running then are answered 503 (ask again) and the server stops.",
+)
+def serve(host: str, port: int, shutdown_timeout: int) -> None:
     """Serve the HTTP API (OpenAPI at /docs) and the web page at /.
+
+    On SIGTERM the server stops within a few seconds (--shutdown-timeout, then closing the
+    agents' connections and MCP servers), whatever its backends do.
 
     \b
     Example:
@@ -194,8 +205,15 @@ def serve(host: str, port: int) -> None:
     import uvicorn
 
     from concerto.server.app import create_app
+    from concerto.server.shutdown import answer_when_cancelled
 
-    uvicorn.run(create_app(), host=host, port=port, log_level="info")
+    uvicorn.run(
+        answer_when_cancelled(create_app()),
+        host=host,
+        port=port,
+        log_level="info",
+        timeout_graceful_shutdown=shutdown_timeout,
+    )
 
 
 @main.command()
