@@ -85,23 +85,40 @@ def test_every_question_against_a_blackhole_is_answered(hole: Blackhole, tmp_pat
     assert set(outcomes) <= {502, 504}
 
 
+async def stream_events(base: str) -> str:
+    """Follow one question's event stream to its end: `ended` (cleanly, with or without the
+    `result`), or `cut` (the connection closed in the middle of the body)."""
+    async with (
+        httpx.AsyncClient(timeout=ANSWER_BOUND_S) as client,
+        client.stream("POST", f"{base}/v1/ask/stream", json={"query": "CPU usage by instance"}) as reply,
+    ):
+        try:
+            async for _ in reply.aiter_lines():
+                pass
+        except httpx.RemoteProtocolError:
+            return "cut"
+    return "ended"
+
+
 def test_sigterm_with_questions_in_flight_stops_within_5_s(hole: Blackhole, tmp_path: Path) -> None:
     with serve_against(hole, tmp_path, timeout_ms=120_000) as served:
 
-        async def main() -> tuple[list[int | str], float]:
+        async def main() -> tuple[list[int | str], str, float]:
             asking = asyncio.ensure_future(ask_all(served.base, 10, 10))
-            await asyncio.sleep(2)  # all ten are waiting on the backend
-            assert not asking.done()
+            streaming = asyncio.ensure_future(stream_events(served.base))
+            await asyncio.sleep(2)  # all are waiting on the backend
+            assert not asking.done() and not streaming.done()
             started = time.monotonic()
             served.process.send_signal(signal.SIGTERM)
             with suppress(subprocess.TimeoutExpired):
                 await asyncio.to_thread(served.process.wait, 60)
             took = time.monotonic() - started
-            return await asking, took
+            return await asking, await streaming, took
 
-        outcomes, took = asyncio.run(main())
+        outcomes, stream, took = asyncio.run(main())
         assert served.process.poll() is not None, "concerto serve was still running 60 s after SIGTERM"
     assert took < 5, f"concerto serve took {took:.1f} s to stop"
     # each question was answered (503: ask again, with the error contract), or at worst its
     # connection closed; none was left hanging
     assert set(outcomes) <= {503, "closed"}, outcomes
+    assert stream == "ended"  # a stream in flight is ended, not cut: its client can tell and resume

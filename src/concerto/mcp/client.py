@@ -155,8 +155,6 @@ class MCPServer:
                     if not ready.done():
                         ready.set_result(session)
                     await closing.wait()
-            if scope.cancelled_caught and not ready.done():
-                ready.set_exception(self._connect_error(TimeoutError("stopped while connecting")))
         except BaseException as exc:
             if not ready.done():
                 ready.set_exception(self._connect_error(exc))
@@ -215,8 +213,6 @@ class MCPServer:
         owner, scope = self._detach()
         if owner is None:
             return
-        self._stopping.add(owner)
-        owner.add_done_callback(self._stopping.discard)
         if not hung:
             self._closing.set()
             with contextlib.suppress(TimeoutError, Exception):
@@ -226,20 +222,24 @@ class MCPServer:
             await asyncio.wait({owner}, timeout=_TERMINATE_GRACE_S)  # a cancelled caller stops waiting, not the stop
 
     def _detach(self) -> tuple[asyncio.Task[None] | None, anyio.CancelScope | None]:
-        """Forget the current session; its owner task and scope if it is still running."""
+        """Forget the current session; its owner task (kept until it ends, for `aclose`) and
+        scope if it is still running."""
         owner, scope = self._owner, self._scope
         self._owner, self._session, self._scope = None, None, None
-        return (owner, scope) if owner is not None and not owner.done() else (None, None)
+        if owner is None or owner.done():
+            return None, None
+        self._stopping.add(owner)
+        owner.add_done_callback(self._stopping.discard)
+        return owner, scope
 
-    def _cancel(self, owner: asyncio.Task[None], scope: anyio.CancelScope | None) -> None:
+    @staticmethod
+    def _cancel(owner: asyncio.Task[None], scope: anyio.CancelScope | None) -> None:
         """Stop an owner task now. anyio's cancellation (unlike one `Task.cancel`) reaches every
         wait inside the SDK's shutdown, and a stdio server's process is killed."""
         if scope is not None:
             scope.cancel()
         else:
             owner.cancel()
-        self._stopping.add(owner)
-        owner.add_done_callback(self._stopping.discard)
 
     async def list_tools(self) -> list[Tool]:
         """Every tool of the server (all pages)."""
