@@ -55,6 +55,12 @@ QUESTIONS = [
     "How much disk space is left on each host?",
     "network traffic received per instance over the last 30 minutes",
 ]
+NOTE = (
+    "\nThe questions in flight at SIGTERM end on their own task timeout (2 s), inside `concerto serve`'s "
+    "`--shutdown-timeout` (2 s); questions that would outlive it are answered 503 with the error "
+    'contract, and streams are ended (`tests/faults/test_serve_blackhole.py`). "Before" hung on the '
+    "executor's misreading of its own timer under uvloop; SIGTERM then waited on the hung requests.\n"
+)
 HANG_S = 60  # a question without any response after this is hung, not late
 EXIT_WAIT_S = 60  # after this, the server is killed and its exit time reported as "> EXIT_WAIT_S"
 
@@ -214,7 +220,7 @@ def report(args: argparse.Namespace, runs: dict[str, Result]) -> str:
         "|---|" + "---|" * len(names),
         *(f"| {label} | " + " | ".join(value(runs[n]) for n in names) + " |" for label, value in rows),
     ]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + NOTE
 
 
 async def main() -> None:
