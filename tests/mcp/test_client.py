@@ -53,7 +53,7 @@ def resumed_at_exit(pid: int) -> Iterator[None]:
 
 @contextlib.asynccontextmanager
 async def clock_server(
-    *, request_timeout_s: float = 1.0, ping_timeout_s: float = 1.0, url: str | None = None
+    *, request_timeout_s: float = 5.0, ping_timeout_s: float = 5.0, url: str | None = None
 ) -> AsyncIterator[MCPServer]:
     spec = (
         ServerSpec(name="clock", url=url)
@@ -75,14 +75,14 @@ async def whoami(server: MCPServer) -> int:
 
 
 async def test_a_stopped_server_is_replaced_after_a_timeout() -> None:
-    async with clock_server() as server:
+    async with clock_server(request_timeout_s=2, ping_timeout_s=2) as server:
         first = await whoami(server)
         with resumed_at_exit(first):
             os.kill(first, signal.SIGSTOP)
-            with pytest.raises(MCPCallError, match="did not answer whoami within 1 s") as err:
+            with pytest.raises(MCPCallError, match="did not answer whoami within 2 s") as err:
                 await whoami(server)
             assert err.value.kind is ErrorKind.TIMEOUT
-            # the next call waits for the ping (1 s), then a new process answers it
+            # the next call waits for the ping (2 s), then a new process answers it
             second = await whoami(server)
             assert second != first
             assert await gone(first), "the stopped server process was not killed"
@@ -90,7 +90,7 @@ async def test_a_stopped_server_is_replaced_after_a_timeout() -> None:
 
 async def test_a_call_abandoned_on_a_stopped_server_replaces_it() -> None:
     """The executor cancels an agent mid-call (its task timeout) before the MCP request timeout."""
-    async with clock_server(request_timeout_s=60) as server:
+    async with clock_server(request_timeout_s=60, ping_timeout_s=2) as server:
         first = await whoami(server)
         with resumed_at_exit(first):
             os.kill(first, signal.SIGSTOP)
@@ -102,7 +102,7 @@ async def test_a_call_abandoned_on_a_stopped_server_replaces_it() -> None:
 
 
 async def test_a_slow_tool_keeps_its_server() -> None:
-    async with clock_server() as server:
+    async with clock_server(request_timeout_s=1, ping_timeout_s=10) as server:  # a busy machine answers pings late
         first = await whoami(server)
         with pytest.raises(MCPCallError, match="did not answer sleep within 1 s"):
             await server.call("sleep", {"seconds": 5})
@@ -171,7 +171,7 @@ async def test_a_stopped_http_server_gets_a_new_session(http_clock: tuple[subpro
     """A URL server is not ours to kill: its hung session is dropped, and the next call connects
     afresh (failing while it stays stopped, answering once it runs again)."""
     proc, url = http_clock
-    async with clock_server(url=url) as server:
+    async with clock_server(url=url, ping_timeout_s=3) as server:
         assert await whoami(server) == proc.pid
         os.kill(proc.pid, signal.SIGSTOP)
         with pytest.raises(MCPCallError) as err:
