@@ -397,7 +397,8 @@ class MCPServer:
             if self._session is not session:
                 return  # already replaced
             log.warning(
-                "MCP server '%s' (%s) did not answer a ping within %g s after a call timed out (%s); restarting it",
+                "MCP server '%s' (%s) did not answer a ping within %g s after a call timed out or was abandoned "
+                "(%s); stopping it, the next call starts a new session",
                 self.spec.name,
                 self.spec.where,
                 self.ping_timeout_s,
