@@ -204,12 +204,21 @@ def agents(as_json: bool) -> None:
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535), help="TCP port.")
-def serve(host: str, port: int) -> None:
+@click.option(
+    "--shutdown-timeout",
+    default=2,
+    show_default=True,
+    type=click.IntRange(0, 600),
+    help="Seconds the requests in flight get to finish after SIGTERM or Ctrl-C; those still "
+    "running then are answered 503 (ask again) and the server stops.",
+)
+def serve(host: str, port: int, shutdown_timeout: int) -> None:
     """Serve the HTTP API (OpenAPI at /docs) and the web page at /.
 
     It answers only to its own host names (CONCERTO_ALLOWED_HOSTS, plus --host), refuses
     cross-site requests from browsers and, with CONCERTO_API_TOKEN set, requests without the
-    token (docs/security.md).
+    token (docs/security.md). On SIGTERM it stops within a few seconds (--shutdown-timeout,
+    then closing the agents' connections and MCP servers), whatever its backends do.
 
     \b
     Example:
@@ -219,6 +228,7 @@ def serve(host: str, port: int) -> None:
     import uvicorn
 
     from concerto.server.app import create_app
+    from concerto.server.shutdown import answer_when_cancelled
     from concerto.settings import Settings
 
     settings = Settings()
@@ -231,7 +241,13 @@ def serve(host: str, port: int) -> None:
             "upload and delete (docs/security.md)",
             err=True,
         )
-    uvicorn.run(create_app(settings), host=host, port=port, log_level="info")
+    uvicorn.run(
+        answer_when_cancelled(create_app(settings)),
+        host=host,
+        port=port,
+        log_level="info",
+        timeout_graceful_shutdown=shutdown_timeout,
+    )
 
 
 @main.command()
