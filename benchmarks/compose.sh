@@ -23,10 +23,12 @@ cd "$(dirname "$0")/.."
   echo ".venv/bin/python benchmarks/bench_page.py   # writes results/page.md; Debian's Chromium against concerto serve"
   echo ".venv/bin/python benchmarks/bench_protocols.py   # writes results/protocols.md: MCP, OpenAI, A2A, Python API"
   echo ".venv/bin/python benchmarks/bench_ray.py   # writes results/ray.md; starts a local Ray cluster"
+  echo ".venv/bin/python benchmarks/bench_embed.py --repeats 3   # MiniLM on the demo table's descriptions; results/first_use.md by hand"
+  echo ".venv/bin/python benchmarks/bench_faults.py --baseline REF --output benchmarks/results/faults.md   # a backend that never replies, then SIGTERM"
   echo ".venv/bin/python benchmarks/bench_data_edges.py --baseline a33cea2 --cprofile   # writes results/data_edges.md"
   echo "bash benchmarks/compose.sh                     # rebuilds this file"
   echo '```'
-  for part in engine city kpi kpi_load metrics questions packs analytics accuracy commercial page protocols ray data_edges; do
+  for part in engine city kpi kpi_load metrics questions packs analytics accuracy commercial page protocols ray first_use faults data_edges; do
     f="benchmarks/results/$part.md"
     [ -f "$f" ] || continue
     echo
@@ -34,6 +36,7 @@ cd "$(dirname "$0")/.."
       engine) echo "## Engine (issue 2)";;
       analytics) echo "## Analytics pack (issue 14)";;
       accuracy) echo "## Analytics accuracy without an LLM (issue 14)";;
+      first_use) echo "## First use (issue 26)";;
       data_edges) echo "## Data layer edges (issue 26)";;
     esac
     echo

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# The main job on embedded defaults: no server, no API key, demo data loaded on first use.
-# Sets up .venv, then asks one question of each built-in pack and prints the answers.
+# The main job on embedded defaults: no server, no API key, demo data prepared on first use.
+# Sets up .venv (with the `tour` extra: what the README's tour uses beyond the core, the A2A
+# endpoint and the official OpenAI client), then asks one question of each built-in pack and
+# prints the answers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$(date +%s)
-bash scripts/setup.sh
+bash scripts/setup.sh tour
 export CONCERTO_DATA_DIR="${CONCERTO_DATA_DIR:-$PWD/.data}"
 c=.venv/bin/concerto
 
@@ -20,7 +22,8 @@ ask "what time is it in Chicago?" --now 2025-11-02T07:30:00Z
 ask "home-loan attrition rate previous 4 months" --now 2025-06-15T12:00:00Z
 ask "kpi-attrition-rate department-home-loan month-2025-05-01" --format brief
 ask "what's the weather and the time in Seattle?" --trace
-# Your own tables (here the demo table, loaded on first use; `concerto data load FILE` adds yours).
+# Your own tables (here the demo table, prepared on first use before the agents start, which
+# stderr says; `concerto data load FILE` adds yours, e.g. examples/sales.csv).
 ask "segment our customers by sales tier"
 ask "which customers are at risk?"
 ask "show me all semiconductor companies"

@@ -175,3 +175,18 @@ def test_config_lists_every_pack_and_documents_them(run) -> None:  # type: ignor
 def test_bounds_of_the_contract_are_usage_errors(run) -> None:  # type: ignore[no-untyped-def]
     r = run("ask", "echo: hi", "--max-latency-ms", "0")
     assert r.exit_code == 2 and "1<=x<=3600000" in r.err
+
+
+def test_a_command_line_that_is_not_utf8_is_refused_by_every_command(tmp_path: Path) -> None:
+    """Bytes that are not UTF-8 reach Python as lone surrogates, which no command can print,
+    store or send (it was a traceback): `ask` answers with the error contract, the others with
+    a usage error naming the argument."""
+    command = [sys.executable, "-m", "concerto.cli"]
+    env = {**os.environ, "CONCERTO_AGENTS": "echo", "CONCERTO_DATA_DIR": str(tmp_path), "LC_ALL": "C.UTF-8"}
+    asked = subprocess.run([*command, "ask", b"echo: \xff", "--json"], capture_output=True, env=env, timeout=120)
+    body = json.loads(asked.stdout)
+    assert asked.returncode != 0 and body["error_category"] == "invalid_input", asked.stderr[-2000:]
+    assert "or the byte 0xFF that is not UTF-8" in body["error_message"]
+    for args in (["data", "show", b"\xff"], ["data", "load", "x.csv", "--describe", b"a=\xed\xa0\x80"]):
+        done = subprocess.run([*command, *args], capture_output=True, env=env, timeout=120)
+        assert done.returncode == 2 and b"is not UTF-8 text" in done.stderr and b"Traceback" not in done.stderr

@@ -29,6 +29,23 @@ class _Cli(click.Group):
             type(self)._pack_commands = load_packs().commands()
         return self._pack_commands or {}
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """Refuse a command line whose bytes are not UTF-8 (Python keeps them as lone
+        surrogates, which no command can print, store or send) before any command runs.
+        `ask` answers it itself, with the error contract (its `--json` output)."""
+        words = [a for a in args if not a.startswith("-")]
+        if words[:1] != ["ask"]:
+            for position, arg in enumerate(args, start=1):
+                try:
+                    arg.encode("utf-8")
+                except UnicodeEncodeError as exc:
+                    shown = arg.encode("utf-8", "backslashreplace").decode("utf-8")[:60]
+                    raise click.UsageError(
+                        f"argument {position} ('{shown}') is not UTF-8 text (character {exc.start + 1}); "
+                        "check the terminal's encoding (LANG, LC_ALL) or the file that fed it"
+                    ) from None
+        return super().parse_args(ctx, args)
+
     def invoke(self, ctx: click.Context) -> Any:
         from concerto.settings import SettingsError
 
@@ -89,6 +106,9 @@ def main() -> None:
       concerto ask 'echo "hello"' --json
       concerto agents
     """
+    from concerto.redact import install_log_redaction
+
+    install_log_redaction()  # no secret in what any command logs (concerto.redact)
 
 
 @main.command(cls=InputCommand)
@@ -141,7 +161,8 @@ async def _ask(payload: dict[str, Any], now: datetime | None, trace: bool) -> An
     from concerto.orchestrator.engine import Orchestrator
 
     async with Orchestrator() as orchestrator:
-        if not trace:
+        if not trace:  # (with --trace the events say it)
+            orchestrator.first_use.notify = lambda line: click.echo(line, err=True)  # "Preparing the demo table…"
             return await orchestrator.ask(payload, now=now)
         from concerto.cli_render import render_event
         from concerto.contracts.events import Event
@@ -183,8 +204,21 @@ def agents(as_json: bool) -> None:
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535), help="TCP port.")
-def serve(host: str, port: int) -> None:
+@click.option(
+    "--shutdown-timeout",
+    default=2,
+    show_default=True,
+    type=click.IntRange(0, 600),
+    help="Seconds the requests in flight get to finish after SIGTERM or Ctrl-C; those still "
+    "running then are answered 503 (ask again) and the server stops.",
+)
+def serve(host: str, port: int, shutdown_timeout: int) -> None:
     """Serve the HTTP API (OpenAPI at /docs) and the web page at /.
+
+    It answers only to its own host names (CONCERTO_ALLOWED_HOSTS, plus --host), refuses
+    cross-site requests from browsers and, with CONCERTO_API_TOKEN set, requests without the
+    token (docs/security.md). On SIGTERM it stops within a few seconds (--shutdown-timeout,
+    then closing the agents' connections and MCP servers), whatever its backends do.
 
     \b
     Example:
@@ -194,8 +228,26 @@ def serve(host: str, port: int) -> None:
     import uvicorn
 
     from concerto.server.app import create_app
+    from concerto.server.shutdown import answer_when_cancelled
+    from concerto.settings import Settings
 
-    uvicorn.run(create_app(), host=host, port=port, log_level="info")
+    settings = Settings()
+    name = host.strip("[]").lower()
+    if name not in ("", "0.0.0.0", "::") and name not in settings.allowed_hosts:  # any address: see server/edge.py
+        settings = settings.model_copy(update={"allowed_hosts": [*settings.allowed_hosts, name]})
+    if settings.api_token is None and name not in ("localhost", "127.0.0.1", "::1"):
+        click.echo(
+            f"Warning: serving on {host} without CONCERTO_API_TOKEN: anyone who can reach it can ask, "
+            "upload and delete (docs/security.md)",
+            err=True,
+        )
+    uvicorn.run(
+        answer_when_cancelled(create_app(settings)),
+        host=host,
+        port=port,
+        log_level="info",
+        timeout_graceful_shutdown=shutdown_timeout,
+    )
 
 
 @main.command()
@@ -223,6 +275,8 @@ def config(as_json: bool, markdown: bool) -> None:
     for owner, part in values.items():
         click.echo(f"# {owner}")
         for key, value in part.items():
+            if isinstance(value, dict):  # written as in the environment: name=value,name=value
+                value = ",".join(f"{k}={v}" for k, v in value.items())
             click.echo(f"CONCERTO_{key.upper()}={'' if value is None else value}")
 
 

@@ -15,10 +15,12 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import Field, PrivateAttr, SecretStr, ValidationError, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from concerto.redact import mask_url, remember, scrub, scrub_data
 
 S = TypeVar("S", bound="PackSettings")
 
@@ -50,21 +52,43 @@ class _ConcertoSettings(BaseSettings):
             problems = []
             for err in exc.errors():
                 name = str(err["loc"][0]) if err["loc"] else "?"
-                given = repr(err.get("input"))[:60]
+                given = repr(scrub_data(err.get("input")))[:60]
                 problems.append(f"CONCERTO_{name.upper()}={given}: {err['msg'].removeprefix('Value error, ')}")
             raise SettingsError("invalid setting " + "; ".join(problems)) from None
 
     def masked(self) -> dict[str, Any]:
-        """Values as JSON-able data with secrets masked, for `concerto config`."""
+        """Values as JSON-able data with secrets masked, for `concerto config`: a secret as
+        `********` (a secret URL as the URL without its password), any URL without its
+        password or credential parameters (`concerto.redact.mask_url`)."""
         out: dict[str, Any] = {}
         for name in type(self).model_fields:
             value = getattr(self, name)
             if isinstance(value, SecretStr):
-                value = "********" if value.get_secret_value() else None
+                secret = value.get_secret_value()
+                value = (mask_url(secret) if "://" in secret else "********") if secret else None
             elif isinstance(value, Path):
-                value = str(value)
+                value = scrub(str(value))
+            elif isinstance(value, str):
+                value = mask_url(value)
+            else:
+                value = scrub_data(value)
             out[name] = value
         return out
+
+    def model_post_init(self, context: Any, /) -> None:
+        """The secrets these settings hold (keys, tokens, URL passwords) are masked from now on
+        wherever text is scrubbed (`concerto.redact.remember`), even shown without their URL."""
+        for name in type(self).model_fields:
+            value = getattr(self, name)
+            if isinstance(value, SecretStr):
+                remember(value.get_secret_value())
+            elif isinstance(value, str) and "://" in value:
+                remember(value)
+
+    def __repr_args__(self) -> Any:
+        """`repr(settings)` shows URLs without their passwords (SecretStr masks itself)."""
+        for name, value in super().__repr_args__():
+            yield name, mask_url(value) if isinstance(value, str) else value
 
 
 class PackSettings(_ConcertoSettings):
@@ -97,6 +121,18 @@ class Settings(_ConcertoSettings):
     default_timeout_ms: int = Field(
         30000, ge=1, le=600_000, description="Task timeout for agents that declare none of their own"
     )
+    agent_timeouts: Annotated[dict[str, int], NoDecode] = Field(
+        default_factory=dict,
+        description="Task timeout per agent in ms, e.g. `segmentation=60000,kpi=45000`: wins over the agent's "
+        "own timeout, the intent tables' and CONCERTO_MIN_TIMEOUT_MS (a timeout error names this setting)",
+    )
+    min_timeout_ms: int = Field(
+        0,
+        ge=0,
+        le=600_000,
+        description="Every task's timeout is at least this many ms (0: none); raises all the agents' own "
+        "timeouts at once on a slow or busy machine",
+    )
     semantic_threshold: float = Field(0.35, ge=0, le=1, description="Minimum similarity for the semantic router")
     intents_file: Path | None = Field(None, description="Extra intent table (YAML) for the planner")
     store_events: bool = Field(
@@ -119,12 +155,62 @@ class Settings(_ConcertoSettings):
     )
     ray_replicas: int = Field(1, ge=1, le=64, description="Ray actors per agent that declares `remote: actor`")
 
+    # The HTTP edge of `concerto serve` (docs/security.md)
+    allowed_hosts: Annotated[list[str], NoDecode] = Field(
+        ["localhost", "127.0.0.1", "::1"],
+        description="Host names the server answers to (comma-separated; `*.example.com` for its subdomains, `*` "
+        "for any); `concerto serve` adds its `--host`, and the address a request arrived at is always accepted",
+    )
+    api_token: SecretStr | None = Field(
+        None,
+        description="Require this token on every route but /health and /ready (`Authorization: Bearer TOKEN`; "
+        "the page: open /?token=TOKEN once)",
+    )
+    max_body_bytes: int = Field(
+        1_048_576, ge=1024, description="Largest request body (413 beyond it); uploads: CONCERTO_DATA_MAX_FILE_MB"
+    )
+
     _sections: dict[type[PackSettings], PackSettings] = PrivateAttr(default_factory=dict)
+
+    @field_validator("agent_timeouts", mode="before")
+    @classmethod
+    def _timeouts(cls, value: Any) -> Any:
+        """`name=ms,name=ms` (the environment's form), a JSON object or a mapping; each 1..600000 ms."""
+        if isinstance(value, str) and value.lstrip().startswith("{"):
+            import json
+
+            try:
+                value = json.loads(value)
+            except ValueError:
+                raise ValueError("not a JSON object; or write it as segmentation=60000,kpi=45000") from None
+        if isinstance(value, str):
+            entries = [e.strip() for e in value.split(",") if e.strip()]
+            if any(e.count("=") != 1 for e in entries):
+                raise ValueError("write it as agent=milliseconds, separated by commas: segmentation=60000,kpi=45000")
+            value = {k.strip(): v.strip() for k, v in (e.split("=") for e in entries)}
+        if isinstance(value, dict):
+            for name, ms in value.items():
+                if not (str(ms).isdigit() and 1 <= int(ms) <= 600_000):
+                    raise ValueError(f"the timeout of {name} must be 1..600000 ms, not {ms!r}")
+        return value
 
     @field_validator("llm_api_key", mode="before")
     @classmethod
     def _openai_key(cls, value: Any) -> Any:
         return value or os.environ.get("OPENAI_API_KEY") or None
+
+    @field_validator("allowed_hosts", mode="before")
+    @classmethod
+    def _host_list(cls, value: Any) -> Any:
+        """`CONCERTO_ALLOWED_HOSTS=a.example,b.example` as a list, names in lower case."""
+        names = value.split(",") if isinstance(value, str) else value
+        return [str(n).strip().lower() for n in names if str(n).strip()] if isinstance(names, list) else names
+
+    @field_validator("api_token", mode="after")
+    @classmethod
+    def _token_or_none(cls, value: SecretStr | None) -> SecretStr | None:
+        """An empty or blank token is no token (a set-but-empty variable must not mean "any token")."""
+        return value if value is not None and value.get_secret_value().strip() else None
 
     @property
     def llm_configured(self) -> bool:

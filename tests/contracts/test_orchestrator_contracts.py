@@ -58,3 +58,55 @@ def test_per_question_parameters() -> None:
         OrchestratorInput(query="q", parameters={f"p{i}": i for i in range(33)})
     with pytest.raises(ValidationError):
         OrchestratorInput(query="q", context="x" * 4001)
+
+
+@pytest.mark.parametrize(
+    ("fields", "said"),
+    [
+        ({"query": "echo: \ud800"}, "query: the text has a character UTF-8 cannot encode (U+D800 at character 7"),
+        ({"query": "hi", "source": "s\udcff"}, "source: the text has a character UTF-8 cannot encode (U+DCFF at"),
+        ({"query": "hi", "context": "\udfff"}, "context:"),
+        ({"query": "hi", "prior_analysis_ids": ["a", "\ud800"]}, "prior_analysis_ids: the text at [1] has"),
+        ({"query": "hi", "conversation_history": [{"role": "user", "content": "\ud800"}]}, "the text at [0].content"),
+        ({"query": "hi", "parameters": {"k": {"\udc80": 1}}}, "the text at k.\\udc80 (its name) has"),
+    ],
+)
+def test_text_that_cannot_be_encoded_is_refused_in_any_field(fields: dict[str, object], said: str) -> None:
+    """A lone surrogate (JSON's "\\ud800", or a command line's byte that is not UTF-8) cannot be
+    embedded, stored or sent back as JSON: the contract refuses it, so every surface does."""
+    with pytest.raises(ValidationError) as caught:
+        OrchestratorInput.model_validate(fields)
+    from concerto.orchestrator.engine import validation_message
+
+    message = validation_message(caught.value.errors())
+    assert said in message and "send text that is valid Unicode" in message
+    message.encode("utf-8")  # the message itself can be sent back
+
+
+def test_a_command_lines_undecodable_byte_is_named() -> None:
+    text = b"echo: \xff".decode("utf-8", "surrogateescape")
+    with pytest.raises(ValidationError, match="or the byte 0xFF that is not UTF-8"):
+        OrchestratorInput(query=text)
+
+
+def test_paired_surrogates_and_any_script_are_text() -> None:
+    assert OrchestratorInput(query="echo: 😀 日本語 \u200b", parameters={"k": {"ключ": ["é"]}}).query.startswith(
+        "echo: 😀"
+    )
+    assert OrchestratorInput.model_validate_json('{"query": "echo: \\ud83d\\ude00"}').query == "echo: 😀"
+
+
+async def test_the_python_api_answers_the_error_contract(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from concerto.agents.registry import AgentRegistry
+    from concerto.contracts import OrchestratorErrorResponse
+    from concerto.orchestrator.engine import Orchestrator
+    from concerto.settings import Settings
+    from concerto.testing import fake_agent
+
+    greeter = fake_agent("greeter", examples=["say hello to me"])
+    async with Orchestrator(Settings(data_dir=tmp_path, store_events=False), registry=AgentRegistry([greeter])) as o:
+        refused = await o.ask("say hello to me \ud800")
+        assert isinstance(refused, OrchestratorErrorResponse) and refused.error_category == "invalid_input"
+        refused.model_dump_json()  # serialisable: nothing of the text in it
+        events = [e async for e in o.stream({"query": "say hello \udcff"})]
+        assert isinstance(events[-1], OrchestratorErrorResponse) and events[-1].error_category == "invalid_input"

@@ -1,6 +1,6 @@
 """The data pack's HTTP routes, in process: upload (streamed, size-limited), list, show, drop;
 an upload answered by the analytics agents; and the routes' OpenAPI document under
-schemathesis (tests/server/test_openapi.py serves an app without packs, so not these)."""
+schemathesis (with a PostgreSQL store too; tests/server/test_openapi.py fuzzes them with every pack's routes)."""
 
 from __future__ import annotations
 
@@ -178,6 +178,10 @@ def test_a_file_that_cannot_be_a_table_gets_the_loaders_message(
         ({"files": {"file": ("x.csv", SALES)}, "data": {"describe": "amount"}}, "'amount' is not COLUMN=TEXT"),
         ({"files": [("file", ("a.csv", SALES)), ("file", ("b.csv", SALES))]}, "send one file"),
         ({"files": {"file": ("x.csv", SALES)}, "data": {"name": "n" * 70_000}}, "over 64 KB"),
+        # text fields that are not UTF-8 (issue 26 saw a bare 500 for `describe`)
+        ({"files": {"file": ("x.csv", SALES), "describe": (None, b"amount=\xe9uros")}}, "'describe' is not UTF-8"),
+        ({"files": {"file": ("x.csv", SALES), "describe": (None, b"\xed\xa0\x80=x")}}, "'describe' is not UTF-8"),
+        ({"files": {"file": ("x.csv", SALES), "name": (None, b"s\xff")}}, "'name' is not UTF-8"),
     ],
 )
 def test_malformed_uploads_get_the_error_contract(

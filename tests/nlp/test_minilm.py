@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from concerto.nlp.embeddings import LocalEmbedder
-from concerto.nlp.minilm import MiniLM
+from concerto.nlp.minilm import MiniLM, batches
 
 REFERENCE = json.loads((Path(__file__).parent / "minilm_reference.json").read_text())
 
@@ -39,3 +39,24 @@ def test_embedder_cache_returns_same_vectors() -> None:
     b = emb.embed(["z", "x y", "new"])
     assert np.allclose(a[0], b[1]) and np.allclose(a[1], b[0])
     assert emb.embed([]).shape == (0, 384)
+
+
+def test_many_texts_of_different_lengths_come_back_in_order() -> None:
+    # One call sorts the texts by length into packed batches; each vector must still be the
+    # one its text gets alone, in the order given.
+    model = MiniLM()
+    texts = [("word " * n).strip() + f" {n}" for n in (40, 3, 17, 3, 90, 1, 25, 8)] + ["", "é ü 漢字"]
+    together = model.encode(texts)
+    alone = np.concatenate([model.encode([t]) for t in texts])
+    assert np.allclose(together, alone, atol=2e-5)
+
+
+def test_batches_cover_every_text_once_within_the_token_budget() -> None:
+    lengths = [5, 30, 12, 12, 256, 7, 30, 1, 64, 64, 64]
+    groups = batches(lengths, budget=128)
+    assert sorted(i for g in groups for i in g) == list(range(len(lengths)))
+    for group in groups:
+        longest = max(lengths[i] for i in group)
+        assert len(group) == 1 or len(group) * longest <= 128
+    flat = [lengths[i] for g in groups for i in g]
+    assert flat == sorted(flat)  # similar lengths together: little padding

@@ -3,19 +3,22 @@
 The whole suite runs on both backends: in process, and with every agent's `run` shipped to a
 local Ray cluster as a Ray task (`CONCERTO_EXECUTOR=ray`). What an agent observes comes back
 in its output (wall-clock times, what it was given), never through shared memory, so the
-same assertions hold wherever the agent ran.
+same assertions hold wherever the agent ran. Each backend runs on both event loops: asyncio's
+and uvloop (what `concerto serve` runs on), whose timers and clock differ in rounding.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+import uvloop
 
 from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentResult
 from concerto.agents.registry import AgentRegistry
@@ -30,22 +33,38 @@ from concerto.settings import Settings
 from concerto.testing import fake_agent
 
 
-@pytest.fixture(params=["local", "ray"])
-def backend(request: pytest.FixtureRequest) -> str:
-    if request.param == "ray":
+@dataclass(frozen=True)
+class Backend:
+    """Where agents run (`local` or `ray`) and on which event loop the executor runs."""
+
+    where: str
+    loop: str
+
+    def run(self, main: Coroutine[Any, Any, Any]) -> Any:
+        """`asyncio.run` on this backend's event loop."""
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop if self.loop == "uvloop" else None) as runner:
+            return runner.run(main)
+
+
+@pytest.fixture(
+    params=[Backend(where, loop) for where in ("local", "ray") for loop in ("asyncio", "uvloop")],
+    ids=lambda b: f"{b.where}-{b.loop}",
+)
+def backend(request: pytest.FixtureRequest) -> Backend:
+    if request.param.where == "ray":
         request.getfixturevalue("ray_cluster")
-    return str(request.param)
+    return request.param  # type: ignore[no-any-return]
 
 
 @pytest.fixture
-def unit(backend: str) -> float:
+def unit(backend: Backend) -> float:
     """Seconds; scheduling tests compare orders and ratios, never absolute speed. Wider on Ray,
     where each task also crosses processes (a few ms)."""
-    return 0.05 if backend == "local" else 0.15
+    return 0.05 if backend.where == "local" else 0.15
 
 
-def runner_for(backend: str, settings: Settings) -> Runner | None:
-    if backend == "local":
+def runner_for(backend: Backend, settings: Settings) -> Runner | None:
+    if backend.where == "local":
         return None
     from concerto.cluster.ray_runner import RayRunner
 
@@ -103,7 +122,7 @@ def context_factory(settings: Settings, resources: Resources, query: Orchestrato
     return make_context
 
 
-def run(backend: str, plan: OrchestrationPlan, registry: AgentRegistry, **kw: Any) -> Run:
+def run(backend: Backend, plan: OrchestrationPlan, registry: AgentRegistry, **kw: Any) -> Run:
     settings = Settings()
     resources = Resources(settings)
     instances = {n: registry.get(n)(settings, resources) for n in registry.names()}
@@ -111,7 +130,8 @@ def run(backend: str, plan: OrchestrationPlan, registry: AgentRegistry, **kw: An
     events = EventStream("q")
     executor = Executor(instances.__getitem__, kw.pop("cap", 8), runner=runner_for(backend, settings))
     t0 = time.time()
-    results = asyncio.run(executor.execute(plan, make_context, events, **kw))
+    # bounded: a plan that never ends fails its test instead of hanging the suite
+    results = backend.run(asyncio.wait_for(executor.execute(plan, make_context, events, **kw), 60))
     return Run(results, events, t0)
 
 
@@ -119,7 +139,7 @@ def task(tid: str, agent: str, deps: tuple[str, ...] = (), **kw: Any) -> AgentTa
     return AgentTask(task_id=tid, agent=agent, depends_on=list(deps), **kw)
 
 
-def test_no_supersteps_join_starts_when_its_own_dependencies_finish(backend: str, unit: float) -> None:
+def test_no_supersteps_join_starts_when_its_own_dependencies_finish(backend: Backend, unit: float) -> None:
     # A→B (5u) and A→C (2u)→D (2u), then B,D→E: E starts after 5u, not 7u.
     reg = AgentRegistry(
         [timed("a", 0), timed("b", 5 * unit), timed("c", 2 * unit), timed("d", 2 * unit), timed("e", 0)]
@@ -140,14 +160,14 @@ def test_no_supersteps_join_starts_when_its_own_dependencies_finish(backend: str
     assert r.starts["d"] >= r.ends["c"]
 
 
-def test_independent_tasks_overlap(backend: str, unit: float) -> None:
+def test_independent_tasks_overlap(backend: Backend, unit: float) -> None:
     reg = AgentRegistry([timed(n, 2 * unit) for n in "xyz"])
     r = run(backend, OrchestrationPlan(tasks=[task(n.upper(), n) for n in "xyz"]), reg)
     assert r.peak == 3
     assert max(r.ends.values()) - min(r.starts.values()) < 2 * 2 * unit
 
 
-def test_concurrency_cap_admits_by_priority(backend: str, unit: float) -> None:
+def test_concurrency_cap_admits_by_priority(backend: Backend, unit: float) -> None:
     # p frees its slot well before q, so exactly one waiting task is admitted then: s (priority 1)
     reg = AgentRegistry([timed("p", unit), timed("q", 3 * unit), timed("r", unit), timed("s", unit)])
     plan = OrchestrationPlan(
@@ -165,7 +185,7 @@ def test_concurrency_cap_admits_by_priority(backend: str, unit: float) -> None:
     assert r.starts["s"] >= r.ends["p"] and r.starts["r"] >= r.ends["s"] - 0.5 * unit
 
 
-def test_timeout_without_fallback_reports_error_and_others_answer(backend: str) -> None:
+def test_timeout_without_fallback_reports_error_and_others_answer(backend: Backend) -> None:
     reg = AgentRegistry([timed("slow", 10), timed("fast", 0)])
     plan = OrchestrationPlan(tasks=[task("S", "slow", timeout_ms=300), task("F", "fast")])
     r = run(backend, plan, reg)
@@ -176,7 +196,7 @@ def test_timeout_without_fallback_reports_error_and_others_answer(backend: str) 
     assert any(e.type.value == "ERROR" for e in r.events.events)
 
 
-def test_fallback_runs_on_timeout(backend: str) -> None:
+def test_fallback_runs_on_timeout(backend: Backend) -> None:
     reg = AgentRegistry([timed("slow", 10), timed("backup", 0)])
     plan = OrchestrationPlan(tasks=[task("S", "slow", timeout_ms=300, fallback_agent="backup")])
     (x,) = run(backend, plan, reg).results
@@ -185,7 +205,7 @@ def test_fallback_runs_on_timeout(backend: str) -> None:
     assert x.errors[0].agent == "slow"
 
 
-def test_fallback_only_on_listed_kinds(backend: str) -> None:
+def test_fallback_only_on_listed_kinds(backend: Backend) -> None:
     boom = AgentFailure("bad input", kind=ErrorKind.VALIDATION, error_type="invalid_input")
     reg = AgentRegistry([timed("picky", 0, fail=boom), timed("backup", 0)])
     plan = OrchestrationPlan(tasks=[task("P", "picky", fallback_agent="backup")])  # default: timeout, error
@@ -194,7 +214,7 @@ def test_fallback_only_on_listed_kinds(backend: str) -> None:
     assert x.errors[0].error_type == "invalid_input" and x.errors[0].message == "bad input"
 
 
-def test_agent_that_raises_is_contained(backend: str) -> None:
+def test_agent_that_raises_is_contained(backend: Backend) -> None:
     reg = AgentRegistry([timed("buggy", 0, fail=ZeroDivisionError("division by zero")), timed("ok", 0)])
     r = run(backend, OrchestrationPlan(tasks=[task("B", "buggy"), task("O", "ok")]), reg)
     assert r.results[0].status is ExecutionStatus.FAILED
@@ -202,7 +222,7 @@ def test_agent_that_raises_is_contained(backend: str) -> None:
     assert r.results[1].status is ExecutionStatus.COMPLETED
 
 
-def test_dependents_of_a_failed_task_are_skipped(backend: str) -> None:
+def test_dependents_of_a_failed_task_are_skipped(backend: Backend) -> None:
     reg = AgentRegistry([timed("a", 0, fail=RuntimeError("x")), timed("b", 0), timed("c", 0)])
     plan = OrchestrationPlan(tasks=[task("A", "a"), task("B", "b", ("A",)), task("C", "c")])
     r = run(backend, plan, reg)
@@ -214,7 +234,7 @@ def test_dependents_of_a_failed_task_are_skipped(backend: str) -> None:
     assert "depends on a" in r.results[1].errors[0].message
 
 
-def test_deadline_cancels_and_returns_partial_results(backend: str) -> None:
+def test_deadline_cancels_and_returns_partial_results(backend: Backend) -> None:
     reg = AgentRegistry([timed("quick", 0), timed("slow", 10), timed("after", 0)])
     plan = OrchestrationPlan(tasks=[task("Q", "quick"), task("S", "slow"), task("A", "after", ("S",))])
     r = run(backend, plan, reg, deadline_ms=1000)
@@ -233,7 +253,7 @@ class Witness(Agent):
         return AgentResult(output=seen, entities={"who": "witness"})
 
 
-def test_previous_results_reach_dependents(backend: str) -> None:
+def test_previous_results_reach_dependents(backend: Backend) -> None:
     first = fake_agent("first", output={"value": 42}, summary="forty-two")
     plan = OrchestrationPlan(tasks=[task("F", "first", request="what is the answer?"), task("W", "witness", ("F",))])
     r = run(backend, plan, AgentRegistry([first, Witness]))
@@ -252,7 +272,7 @@ def test_previous_results_reach_dependents(backend: str) -> None:
     assert r.results[1].status is ExecutionStatus.COMPLETED
 
 
-def test_question_parameters_reach_every_payload_and_entities_come_back(backend: str) -> None:
+def test_question_parameters_reach_every_payload_and_entities_come_back(backend: Backend) -> None:
     query = OrchestratorInput(
         query="q", source="sales", data_source_id="ds-1", context="Q3", parameters={"treatment": "samples"}
     )
@@ -270,7 +290,7 @@ def test_question_parameters_reach_every_payload_and_entities_come_back(backend:
 
 
 @pytest.mark.parametrize("n", [1, 3])
-def test_timing_fields_are_consistent(backend: str, n: int) -> None:
+def test_timing_fields_are_consistent(backend: Backend, n: int) -> None:
     reg = AgentRegistry([fake_agent(f"a{i}", delay_s=0.01) for i in range(n)])
     r = run(backend, OrchestrationPlan(tasks=[task(f"T{i}", f"a{i}") for i in range(n)]), reg)
     for x in r.results:
@@ -279,7 +299,7 @@ def test_timing_fields_are_consistent(backend: str, n: int) -> None:
         assert abs(x.total_latency_ms - x.execution_latency_ms - x.dispatch_latency_ms) < 1
 
 
-def test_a_crash_inside_the_executor_is_reported_not_hung(backend: str) -> None:
+def test_a_crash_inside_the_executor_is_reported_not_hung(backend: Backend) -> None:
     """An agent returning something that breaks the response contract fails its task only."""
 
     class Broken(fake_agent("broken")):  # type: ignore[misc, valid-type]
@@ -320,7 +340,7 @@ def wait_for(check: Callable[[], bool], timeout_s: float = 10) -> bool:
     return True
 
 
-def test_cancelling_the_caller_cancels_running_agents(backend: str, tmp_path: Path) -> None:
+def test_cancelling_the_caller_cancels_running_agents(backend: Backend, tmp_path: Path) -> None:
     marks = tmp_path / "marks"
     reg = AgentRegistry([marking("slow", marks)])
     settings = Settings()
@@ -338,14 +358,86 @@ def test_cancelling_the_caller_cancels_running_agents(backend: str, tmp_path: Pa
         with pytest.raises(asyncio.CancelledError):
             await caller
 
-    asyncio.run(main())
+    backend.run(main())
     assert wait_for(lambda: marks.read_text() == "cancelled"), "the agent's run went on after the caller left"
 
 
-def test_a_timed_out_task_stops_running(backend: str, tmp_path: Path) -> None:
+def test_a_timed_out_task_stops_running(backend: Backend, tmp_path: Path) -> None:
     marks = tmp_path / "marks"
     r = run(
         backend, OrchestrationPlan(tasks=[task("S", "slow", timeout_ms=500)]), AgentRegistry([marking("slow", marks)])
     )
     assert r.results[0].status is ExecutionStatus.TIMEOUT
     assert wait_for(lambda: marks.read_text() == "cancelled"), "the agent's run went on after its timeout"
+
+
+@pytest.mark.parametrize("deadline_ms", [None, 20])
+def test_short_timeouts_always_settle(backend: Backend, deadline_ms: int | None) -> None:
+    """Every plan ends when its timer (or, as well, the deadline) fires in the same millisecond as
+    anything else: under uvloop, comparing `loop.time()` with the timer's `when()` misread about
+    one timeout in twelve as someone else's cancel, and the plan waited forever."""
+    settings = Settings()
+    resources = Resources(settings)
+    slow = timed("slow", 10)(settings, resources)
+    make_context = context_factory(settings, resources)
+    executor = Executor({"slow": slow}.__getitem__, runner=runner_for(backend, settings))
+    plan = OrchestrationPlan(tasks=[task("S", "slow", timeout_ms=20)])
+
+    async def main() -> list[ExecutionStatus]:
+        statuses = []
+        for _ in range(150 if backend.where == "local" else 30):
+            # generous: a plan either ends in about 20 ms or never
+            results = await asyncio.wait_for(
+                executor.execute(plan, make_context, EventStream("q"), deadline_ms=deadline_ms), 30
+            )
+            statuses.append(results[0].status)
+        return statuses
+
+    statuses = backend.run(main())
+    expected = {ExecutionStatus.TIMEOUT}
+    if deadline_ms is not None:  # the deadline and the timer race: either may report it
+        expected.add(ExecutionStatus.CANCELLED)
+    assert set(statuses) <= expected
+
+
+def test_a_task_cancelled_by_something_else_is_settled(backend: Backend) -> None:
+    """A run cancelled by neither its timer, the deadline nor the caller (here the agent cancels the
+    task running it) is reported, and the plan goes on; it used to be left unsettled, so the plan
+    never ended."""
+
+    class Cancelling(fake_agent("cancelling")):  # type: ignore[misc, valid-type]
+        async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
+            me = asyncio.current_task()
+            assert me is not None
+            me.cancel()
+            await asyncio.sleep(10)
+            return AgentResult()
+
+    plan = OrchestrationPlan(tasks=[task("C", "cancelling"), task("A", "after", ("C",)), task("F", "fine")])
+    reg = AgentRegistry([Cancelling, fake_agent("after"), fake_agent("fine")])
+    r = run(backend, plan, reg)
+    cancelled, after, fine = r.results
+    assert cancelled.status in (ExecutionStatus.CANCELLED, ExecutionStatus.FAILED, ExecutionStatus.TIMEOUT)
+    if backend.where == "local":
+        assert cancelled.status is ExecutionStatus.CANCELLED
+        assert cancelled.errors[0].error_type == "cancelled"
+    assert after.status is ExecutionStatus.SKIPPED and fine.status is ExecutionStatus.COMPLETED
+
+
+def test_an_agent_that_catches_its_timeout_does_not_spoil_the_fallbacks(backend: Backend) -> None:
+    """An agent that catches the timer's cancel and fails: the fallback's own timeout is still a
+    timeout (the first cancel request was answered, not left counted against the task)."""
+
+    class Stubborn(fake_agent("stubborn")):  # type: ignore[misc, valid-type]
+        async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
+            try:
+                await asyncio.sleep(10)
+            except asyncio.CancelledError:
+                raise RuntimeError("gave up") from None
+            return AgentResult()
+
+    reg = AgentRegistry([Stubborn, timed("slow", 10)])
+    plan = OrchestrationPlan(tasks=[task("S", "stubborn", timeout_ms=300, fallback_agent="slow")])
+    (x,) = run(backend, plan, reg).results
+    assert x.used_fallback and x.status is ExecutionStatus.TIMEOUT
+    assert x.errors[-1].agent == "slow" and x.errors[-1].error_type == "timeout"

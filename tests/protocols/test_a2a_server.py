@@ -197,6 +197,27 @@ async def test_malformed_requests_get_json_rpc_errors_not_traces(server: str) ->
             assert "Traceback" not in response.text and 'File "' not in response.text
 
 
+async def test_text_that_cannot_be_encoded_is_refused_before_any_task(server: str) -> None:
+    """A lone surrogate in a text or data part: the protocol's invalid-params error (protobuf
+    refuses it in a text part, the input contract in a data part), never a failed task or a 500."""
+    text = b'{"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "echo \\ud800"}]}'
+    data = b'{"messageId": "m2", "role": "ROLE_USER", "parts": [{"text": "echo hi"}, {"data": {"source": "\\udcff"}}]}'
+    async with httpx.AsyncClient(base_url=server, timeout=60) as http:
+        for message in (text, data):
+            body = b'{"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": ' + message + b"}}"
+            response = await http.post(
+                "/a2a", content=body, headers={**A2A_VERSION, "content-type": "application/json"}
+            )
+            assert response.status_code == 200 and response.json()["error"]["code"] == -32602, response.text
+            assert "Traceback" not in response.text
+            rest = await http.post(
+                "/a2a/message:send",
+                content=b'{"message": ' + message + b"}",
+                headers={**A2A_VERSION, "content-type": "application/json"},
+            )
+            assert rest.status_code == 400 and rest.json()["error"]["status"] == "INVALID_ARGUMENT", rest.text
+
+
 async def test_a_client_of_protocol_0_3_is_answered(server: str) -> None:
     """Many frameworks still speak 0.3 (`message/send`, `kind` on each part)."""
     message = {"messageId": "m1", "role": "user", "kind": "message", "parts": [{"kind": "text", "text": "echo old"}]}

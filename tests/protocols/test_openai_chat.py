@@ -245,6 +245,27 @@ def test_a_body_that_is_not_json_is_an_openai_error(server: str) -> None:
         assert set(r.json()) == {"error"} and r.json()["error"]["type"] == "invalid_request_error"
 
 
+@pytest.mark.parametrize(
+    ("body", "param"),
+    [
+        (b'{"model": "concerto", "messages": [{"role": "user", "content": "echo \\ud800"}]}', "messages"),
+        (b'{"model": "\\ud800", "messages": [{"role": "user", "content": "echo hi"}]}', "model"),
+        (b'{"model": "concerto", "user": "\\udcff", "messages": [{"role": "user", "content": "echo hi"}]}', None),
+        (
+            b'{"model": "concerto", "messages": [{"role": "user", "content": "echo hi"}], '
+            b'"concerto": {"source": "\\udfff"}}',
+            "concerto",
+        ),
+    ],
+)
+def test_text_that_cannot_be_encoded_is_an_openai_error(server: str, body: bytes, param: str | None) -> None:
+    """A lone surrogate anywhere in the request (JSON can escape one; no UTF-8 text holds it)."""
+    r = httpx.post(f"{server}/v1/chat/completions", content=body, headers={"content-type": "application/json"})
+    error = r.json()["error"]
+    assert r.status_code == 400 and error["type"] == "invalid_request_error" and error["param"] == param
+    assert "a lone surrogate" in error["message"]
+
+
 async def test_a_hundred_questions_in_flight_at_once(server: str) -> None:
     async with openai.AsyncOpenAI(base_url=f"{server}/v1", api_key="unused", max_retries=0, timeout=60) as c:
         asks = [c.chat.completions.create(model="concerto", messages=[user(f"echo hello {i}")]) for i in range(100)]

@@ -87,6 +87,30 @@ def test_malformed_bodies_get_the_error_contract(client: TestClient, path: str, 
     assert r.json()["error_category"] == "invalid_input" and "detail" not in r.json()
 
 
+@pytest.mark.parametrize("path", ["/v1/ask", "/v1/ask/stream", "/v1/runs"])
+@pytest.mark.parametrize("body", [b'{"query": "echo: \\ud800"}', b'{"query": "echo: hi", "source": "\\udcff"}'])
+def test_a_lone_surrogate_is_refused_with_the_error_contract(client: TestClient, path: str, body: bytes) -> None:
+    """JSON can escape a lone surrogate, which no UTF-8 text holds: it was a 500 on /v1/ask, a
+    stream that stopped after one event and a run whose status was a 500 forever after."""
+    r = client.post(path, content=body, headers={"content-type": "application/json"})
+    assert r.status_code == 422 and "a lone surrogate" in r.json()["error_message"], r.text
+    # A URL cannot carry one: its bytes are read as UTF-8, an unpaired surrogate's (ED A0 80) as U+FFFD.
+    with client.stream("GET", "/v1/ask/stream?q=echo%3A%20%ED%A0%80") as streamed:
+        assert streamed.status_code == 200 and '"echo_text":"\ufffd' in streamed.read().decode()
+
+
+def test_a_source_that_is_not_loaded_is_the_callers_error(tmp_path: Path) -> None:
+    """The analytics agents answer "no data source named ..." (not found): the caller's to fix,
+    422 `invalid_input`, not 502 `all_agents_failed` (a backend's fault)."""
+    settings = Settings(data_dir=tmp_path, store_events=False, agents="analytics")
+    with TestClient(create_app(settings)) as c:
+        r = c.post("/v1/ask", json={"query": "total sales by region", "source": "nope"})
+    body = r.json()
+    assert r.status_code == 422 and body["error_category"] == "invalid_input", r.text
+    assert "no data source named 'nope'" in body["error_message"]
+    assert [e["error_type"] for p in body["partial_results"] for e in p["errors"]] == ["source_not_found"]
+
+
 def test_per_question_parameters_are_in_the_body(client: TestClient) -> None:
     body = {"query": "echo: hi", "source": "sales", "context": "Q3 only", "parameters": {"treatment": "samples"}}
     assert client.post("/v1/ask", json=body).status_code == 200

@@ -134,6 +134,27 @@ class Holdings:
     terms: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class FirstUse:
+    """Work an agent needs done once before it can answer (loading a demo table and
+    embedding its texts), which the orchestrator does outside any task's timeout, with
+    progress, before the agent's task starts (and `concerto serve` at start-up).
+
+    `key` names the work, so agents that need the same thing share one run; `run` is
+    idempotent, synchronous (it runs in a thread) or a coroutine function (it runs on the
+    loop: a session it opens belongs to it); `seconds` is about how long it takes on an idle
+    machine, for the progress message. `lasting` work leaves its result in the data dir
+    (demo data), so `concerto serve` does it at start-up; other work (starting an MCP
+    server process) is done before the first question that needs it.
+    """
+
+    key: str
+    title: str
+    seconds: float
+    run: Callable[[], object] = field(compare=False)
+    lasting: bool = True
+
+
 Emit = Callable[..., Awaitable[None]]
 
 
@@ -167,6 +188,7 @@ class Agent(ABC):
     - `holdings()`: what the agent holds now (loaded tables, KPI names), for routing;
     - `ready()`: why the agent cannot answer at all right now (a precondition), or None;
     - `availability()`: what a user should know before asking it (a backend not configured);
+    - `first_use(query)`: slow one-time work to do before it answers (demo data), or None;
     - `aclose()`: release connections when the orchestrator shuts down.
     """
 
@@ -205,6 +227,13 @@ class Agent(ABC):
         the agent still answers, with an error that says what to set up. Cheap: called for the
         page's agent list."""
         return self.ready()
+
+    def first_use(self, query: OrchestratorInput | None = None) -> FirstUse | None:
+        """What must be prepared before this agent answers `query` (any question, when None)
+        and is not yet, or None. Cheap: asked before every plan runs. The agent must still
+        work without it (doing the same work itself), so this only moves the wait out of
+        its timeout and says what is happening."""
+        return None
 
     async def aclose(self) -> None:
         """Release resources held by this agent (connections, subprocesses)."""

@@ -51,6 +51,7 @@ NAMESPACE = "concerto"
 CONNECT_TIMEOUT_S = 60.0  # starting a local cluster takes about 4 s here
 KEPT_OUTPUTS = 256  # task outputs kept in the object store for dependents, newest first
 REACH_TIMEOUT_S = 3.0  # a TCP connect to the cluster's address, before Ray's own 30 s retries
+INSTALL_RAY = "Install Ray with: pip install 'concerto[ray]' (or set CONCERTO_EXECUTOR=local)."
 _connect_lock = threading.Lock()
 # Ray starts a local cluster's processes with a parent-death signal, which Linux sends when the
 # *thread* that started them exits: start it on one thread that lives as long as the process.
@@ -172,6 +173,13 @@ class RayRunner:
 
     async def _connect(self, agent: str) -> Any:
         """Ray, connected (the first call starts or joins the cluster, off the event loop)."""
+        if (problem := ray_missing()) is not None:
+            raise AgentFailure(
+                f"{agent} could not run: {problem}",
+                error_type="ray_not_installed",
+                kind=ErrorKind.UNAVAILABLE,
+                suggestion=INSTALL_RAY,
+            )
         import ray
 
         if ray.is_initialized():
@@ -188,6 +196,17 @@ class RayRunner:
                 suggestion="Check CONCERTO_RAY_ADDRESS, or set CONCERTO_EXECUTOR=local.",
             ) from None
         return ray
+
+
+def ray_missing() -> str | None:
+    """Why this process cannot use Ray (the `ray` extra is not installed), or None."""
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec("ray") is not None
+    except (ImportError, ValueError):  # a broken or blocked install
+        found = False
+    return None if found else "CONCERTO_EXECUTOR=ray, but Ray is not installed"
 
 
 def _connect(address: str) -> None:

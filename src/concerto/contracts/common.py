@@ -5,7 +5,9 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from concerto.redact import scrub, scrub_data
 
 # Agent names are open: packs and plugins add agents, so a name is a string checked
 # against the registry at plan time rather than a closed enum as in 001_*.txt.
@@ -41,7 +43,9 @@ class AgentError(BaseModel):
 
     `error_type` is the pack's own vocabulary (e.g. `metric_not_found`,
     `invalid_format`); `kind` is the coarse class the executor uses for fallbacks.
-    `details` is for logs and is never rendered to a user.
+    `details` is for logs and is never rendered to a user. Message, suggestion and details
+    are scrubbed (`concerto.redact`): an error that quotes a URL with its password, from an
+    agent or a library, does not show it.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -53,3 +57,14 @@ class AgentError(BaseModel):
     suggestion: str | None = None
     details: dict[str, Any] = Field(default_factory=dict)
     recoverable: bool = False
+
+    @field_validator("message", "suggestion")
+    @classmethod
+    def _scrub_text(cls, value: str | None) -> str | None:
+        return scrub(value) if value else value
+
+    @field_validator("details")
+    @classmethod
+    def _scrub_details(cls, value: dict[str, Any]) -> dict[str, Any]:
+        scrubbed: dict[str, Any] = scrub_data(value)
+        return scrubbed

@@ -5,12 +5,13 @@ from __future__ import annotations
 import re
 from typing import Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 from pydantic.json_schema import JsonDict
 
 from concerto.contracts.base import BaseAgentInput, BaseAgentOutput
 from concerto.contracts.common import AgentName, ExecutionStatus
 from concerto.contracts.dispatch import AgentDispatchResponse
+from concerto.redact import scrub
 
 MAX_QUERY_CHARS = 500  # 002_*.txt: "Text length must be < 500 characters"
 # Blank characters: Python's whitespace (what str.strip removes) and ECMAScript's (what `\s`
@@ -32,6 +33,43 @@ PARAMETER_NAMES: JsonDict = {
     "pattern": PARAMETER_NAME.pattern,
     "not": {"enum": [k for k in sorted(RESERVED_PAYLOAD_KEYS)]},
 }
+
+
+def unencodable(value: Any, path: str = "") -> str | None:
+    """What in `value` (text, or lists and objects of it, keys included) UTF-8 cannot encode,
+    said for a user, or None.
+
+    Only a lone surrogate (U+D800 to U+DFFF without its pair) is such a character: JSON's
+    `"\\ud800"` escape and Python's `surrogateescape` (the undecodable bytes of a command line)
+    make one. Text holding it cannot be embedded, stored, logged or sent back as JSON, so the
+    input contract refuses it before any of that happens."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            code = ord(value[exc.start])
+            where = f"the text at {path}" if path else "the text"
+            at = f"U+{code:04X} at character {exc.start + 1}, a lone surrogate"
+            if 0xDC80 <= code <= 0xDCFF:  # how Python keeps a byte of a command line that is not UTF-8
+                at += f", or the byte 0x{code - 0xDC00:02X} that is not UTF-8"
+            return f"{where} has a character UTF-8 cannot encode ({at})"
+        return None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            inner = f"{path}.{_printable(key)}".lstrip(".")
+            if found := unencodable(key, f"{inner} (its name)") or unencodable(item, inner):
+                return found
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            if found := unencodable(item, f"{path}[{i}]"):
+                return found
+    return None
+
+
+def _printable(key: Any) -> str:
+    """A key for a message: its lone surrogates escaped, at most 40 characters."""
+    return str(key).encode("utf-8", "backslashreplace").decode("utf-8")[:40]
+
 
 ClassificationMethod = Literal["pattern", "semantic", "llm", "direct", "none"]  # direct: the caller named the agent
 ErrorCategory = Literal[
@@ -88,6 +126,14 @@ class OrchestratorInput(BaseAgentInput):
         description="Further inputs for the agents, added to every task's payload (e.g. a treatment column)",
         json_schema_extra={"propertyNames": PARAMETER_NAMES},
     )
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _encodable(cls, value: Any, info: ValidationInfo) -> Any:
+        """Every field's text can be encoded as UTF-8 (see `unencodable`)."""
+        if problem := unencodable(value):
+            raise ValueError(f"{problem}; send text that is valid Unicode")
+        return value
 
     @field_validator("max_latency_ms", mode="before")
     @classmethod
@@ -172,9 +218,18 @@ class OrchestratorOutput(BaseAgentOutput):
         description="What the orchestrator had to fall back on (e.g. LLM plan invalid)",
     )
 
+    @field_validator("notes")
+    @classmethod
+    def _scrub_notes(cls, value: list[str]) -> list[str]:
+        """A note may carry an LLM endpoint's error: scrubbed (`concerto.redact`)."""
+        return [scrub(n) for n in value]
+
 
 class OrchestratorErrorResponse(BaseAgentOutput):
-    """Error response from the orchestrator: what failed, what was salvaged, what to try."""
+    """Error response from the orchestrator: what failed, what was salvaged, what to try.
+
+    The message and alternatives are scrubbed (`concerto.redact`): an error that quotes a
+    backend's URL with its password, wherever it was built, does not show it."""
 
     status: ExecutionStatus = ExecutionStatus.FAILED
     error_message: str
@@ -184,3 +239,13 @@ class OrchestratorErrorResponse(BaseAgentOutput):
     alternative_queries: list[str] = []
     intent_classification: IntentClassification | None = None
     total_latency_ms: float = 0
+
+    @field_validator("error_message")
+    @classmethod
+    def _scrub_message(cls, value: str) -> str:
+        return scrub(value)
+
+    @field_validator("alternative_queries")
+    @classmethod
+    def _scrub_alternatives(cls, value: list[str]) -> list[str]:
+        return [scrub(q) for q in value]

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from concerto.data.store import Store
 
 SEED = 20251203
+PREPARE_SECONDS = 3.0  # generating, loading and embedding the demo table on an idle 2-core machine
 CUSTOMERS = 300
 MONTHS = 24
 START = date(2023, 1, 1)

@@ -22,7 +22,7 @@ import duckdb
 from sqlglot import exp
 
 from concerto.data.context import DataContext, ProfileOverrides
-from concerto.data.load import LoadError, scrubbed
+from concerto.data.load import LoadError, without_paths
 from concerto.data.profile import profile_table
 from concerto.data.store import QueryFailed, QueryResult, SourceError, Store, valid_name
 
@@ -193,7 +193,7 @@ class DuckDBStore(Store):
 
     def _shown(self, exc: BaseException, *paths: Path) -> str:
         """DuckDB's first line of an error, without the data dir's paths (clients see it)."""
-        return scrubbed(str(exc).splitlines()[0] if str(exc) else type(exc).__name__, *paths, self.root)
+        return without_paths(str(exc).splitlines()[0] if str(exc) else type(exc).__name__, *paths, self.root)
 
     def _forget(self, name: str) -> None:
         known = self._readers.pop(name, None)

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 EMBEDDED_ROLES = ("text", "label")
 SCHEMA = {"column_name": "VARCHAR", "value": "VARCHAR", "embedding": "FLOAT[384]"}
-_BATCH = 64
+_CHUNK = 8192  # values per call to the embedder: bounds the tokenizer's output, not the batches
 
 
 def embedding_table(name: str) -> str:
@@ -44,7 +44,7 @@ def embed_columns(
     import pyarrow as pa
 
     model = embedder()
-    bulk = getattr(model, "embed_bulk", model.embed)  # all cores at load time, when the embedder can
+    bulk = getattr(model, "embed_bulk", model.embed)  # bypasses the question cache, when the embedder can
     names: list[str] = []
     values: list[str] = []
     vectors: list[Any] = []
@@ -63,8 +63,8 @@ def embed_columns(
                 "(CONCERTO_DATA_EMBED_MAX_VALUES)"
             )
             continue
-        for start in range(0, len(found), _BATCH):
-            vectors.append(np.asarray(bulk(found[start : start + _BATCH]), dtype=np.float32))
+        for start in range(0, len(found), _CHUNK):  # the encoder sorts each chunk into batches of similar length
+            vectors.append(np.asarray(bulk(found[start : start + _CHUNK]), dtype=np.float32))
         names += [column] * len(found)
         values += found
         done.append(column)

@@ -137,7 +137,10 @@ def _reader(kind: str, path: Path) -> tuple[str, list[Any], list[str]]:
             raise LoadError(_not_utf8(path, head, exc.start)) from None
         text = head[: exc.start].decode("utf-8")
     delimiter = "\t" if path.suffix.lower() == ".tsv" else _delimiter(text)
-    header = next(csv.reader(io.StringIO(text), delimiter=delimiter), [])
+    try:  # newline="": a header ended by a lone CR (old Mac files) is a line, as the csv module wants
+        header = next(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter), [])
+    except csv.Error as exc:
+        raise LoadError(f"{path.name}: its first line cannot be read as CSV ({exc})") from None
     options = "header=true, skip=0, delim=$2, quote='\"', strict_mode=true, null_padding=false"
     return f"read_csv($1, {options})", [str(path), delimiter], header
 
@@ -190,7 +193,8 @@ def _read_excel(con: duckdb.DuckDBPyConnection, target: str, path: Path, memory_
         sheet = fastexcel.read_excel(str(path)).load_sheet(0)
         table = sheet.to_arrow()
     except Exception as exc:  # fastexcel's own errors: not a workbook, a broken sheet
-        raise LoadError(f"{path.name} could not be read as an Excel workbook: {scrubbed(str(exc), path)}") from None
+        reason = without_paths(str(exc), path)
+        raise LoadError(f"{path.name} could not be read as an Excel workbook: {reason}") from None
     _limit_memory(con, memory_bytes, table.num_columns)
     con.register("concerto_upload", table)
     try:
@@ -201,7 +205,7 @@ def _read_excel(con: duckdb.DuckDBPyConnection, target: str, path: Path, memory_
 
 def _describe(exc: BaseException, path: Path, kind: str) -> str:
     """DuckDB's error in the words a user needs."""
-    text = scrubbed(str(exc), path)
+    text = without_paths(str(exc), path)
     if isinstance(exc, duckdb.OutOfMemoryException):
         return (
             f"{path.name} needs more memory to load than a load may use; raise CONCERTO_DATA_LOAD_MEMORY_MB "
@@ -248,7 +252,7 @@ def _renamed(header: list[str], columns: list[str]) -> list[str]:
     return out
 
 
-def scrubbed(text: str, *paths: Path) -> str:
+def without_paths(text: str, *paths: Path) -> str:
     """`text` with each of `paths` (as given and resolved) shown by its own name, and any other
     absolute path by its last part: what a message may show a client of the server."""
     for path in paths:

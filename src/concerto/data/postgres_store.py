@@ -27,7 +27,7 @@ from psycopg import sql as pgsql
 from sqlglot import exp
 
 from concerto.data.context import DataContext, ProfileOverrides
-from concerto.data.load import LoadError, scrubbed
+from concerto.data.load import LoadError, without_paths
 from concerto.data.profile import profile_table
 from concerto.data.store import QueryFailed, SourceError, Store, valid_name
 
@@ -53,8 +53,11 @@ class PostgresStore(Store):
     dialect: ClassVar[str] = "postgres"
 
     def __init__(self, url: str, **limits: Any) -> None:
+        from concerto.redact import remember
+
         super().__init__(**limits)
         self.url = url
+        remember(url)  # its password is masked even where psycopg quotes it alone
         self._local = threading.local()
         self._opened: list[psycopg.Connection[Any]] = []
         self._ready = False
@@ -138,7 +141,7 @@ class PostgresStore(Store):
                 csv_path = Path(tmp) / "rows.csv"
                 duck.execute(f'COPY "{name}" TO $1 (FORMAT csv, HEADER true)', [str(csv_path)])
             except duckdb.Error as exc:
-                raise LoadError(f"{path.name} could not be loaded: {scrubbed(_first_line(exc), path)}") from None
+                raise LoadError(f"{path.name} could not be loaded: {without_paths(_first_line(exc), path)}") from None
             self._copy_in(context, csv_path, vectors)
         return context
 
@@ -288,4 +291,8 @@ def _pg_type(duckdb_type: str) -> str:
 
 
 def _first_line(exc: BaseException) -> str:
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    """The first line of psycopg's message, scrubbed: libpq quotes the connection string it
+    could not parse (`invalid URI query parameter`, `unexpected spaces found in "<password>"`)."""
+    from concerto.redact import scrub
+
+    return scrub(str(exc).strip().splitlines()[0]) if str(exc).strip() else type(exc).__name__

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import uuid
 from collections.abc import AsyncIterator
 from datetime import datetime
@@ -50,6 +51,7 @@ FIELD_BYTES = 64 * 1024  # the most one text field (name, describe) may hold
 HEADER_BYTES = 16 * 1024  # the most one form part's headers may hold
 MOST_FIELDS = 1000
 _FLUSH_BYTES = 1024 * 1024  # file data is written in pieces of about this size
+STREAMED = sys.maxsize  # the route's own limit for FastAPI (its bytes are counted while they stream in)
 _FILE, _NAME, _DESCRIBE = "file", "name", "describe"
 
 ERROR = {"model": OrchestratorErrorResponse, "description": "The error contract"}
@@ -172,6 +174,7 @@ async def _call(work: Any, *args: Any, **kwargs: Any) -> Any:
     summary="Upload a file as a data source",
     responses={413: ERROR, 422: ERROR, 503: UNAVAILABLE},
     openapi_extra={"requestBody": UPLOAD_BODY},
+    max_body_size=STREAMED,  # the app's JSON body limit does not apply: `_receive` counts as it streams
 )
 async def upload_source(request: Request) -> Any:
     """Load an uploaded CSV, TSV, Parquet, JSON or Excel file as a source (replacing one of

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 from concerto.data.store import DEMO, QueryFailed, SourceError, Store
 
 if TYPE_CHECKING:
-    from concerto.agents.base import AgentFailure
+    from concerto.agents.base import AgentFailure, FirstUse
+    from concerto.contracts.orchestrator import OrchestratorInput
     from concerto.data.context import DataContext
     from concerto.nlp.embeddings import Embedder
     from concerto.resources import Resources
@@ -92,6 +93,20 @@ def choose(store: Store, name: str | None = None) -> DataContext:
         return demo if demo is not None else load_demo(store)
 
 
+def demo_first_use(store: Store, query: OrchestratorInput | None = None) -> FirstUse | None:
+    """Loading the demo table before the agents' tasks (`Agent.first_use`), when `query` (any
+    question, when None) will be about it and it is not loaded: no source named, none of the
+    user's loaded (as `choose` decides)."""
+    from concerto.agents.base import FirstUse
+    from concerto.data.demo import PREPARE_SECONDS
+
+    if named_source(query):
+        return None
+    if any(c.name == DEMO or c.built_in is None for c in store.contexts()):
+        return None  # loaded already, or the user's own sources are what questions are about
+    return FirstUse("data.demo", "the demo table", PREPARE_SECONDS, lambda: choose(store))
+
+
 def source_failure(exc: SourceError | QueryFailed) -> AgentFailure:
     """What an agent reports when the source it needs is missing or the database is down."""
     from concerto.agents.base import AgentFailure
@@ -105,3 +120,12 @@ def source_failure(exc: SourceError | QueryFailed) -> AgentFailure:
             suggestion="See the loaded sources with `concerto data list`; load one with `concerto data load FILE`.",
         )
     return AgentFailure(str(exc), error_type="database_unavailable", kind=ErrorKind.UNAVAILABLE)
+
+
+def named_source(query: OrchestratorInput | None) -> str | None:
+    """The source a question names (`--source`, `data_source_id`, or either as a parameter)."""
+    if query is None:
+        return None
+    given = query.payload_parameters()
+    name = given.get("source") or given.get("data_source_id")
+    return str(name) if name else None

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
+from concerto.redact import mask_url
+
 _allowed: set[str] = set()  # origins (scheme://host:port) that may be called while blocking
 _blocking = False
 refused: list[str] = []  # URLs refused while blocking, oldest first
@@ -29,7 +31,7 @@ def check(url: str) -> None:
         return
     refused.append(url)
     raise LLMRequestBlocked(
-        f"LLM request to {url} refused: LLM requests are blocked in tests; start a server in the "
+        f"LLM request to {mask_url(url)} refused: LLM requests are blocked in tests; start a server in the "
         "test and allow it with concerto.testing.allow_llm_endpoint(url)"
     )
 

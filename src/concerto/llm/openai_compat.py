@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from concerto.llm import guard
 from concerto.llm.base import LLMError, LLMResponse, Message
+from concerto.redact import mask_url, scrub
 
 if TYPE_CHECKING:
     import httpx
@@ -87,7 +88,7 @@ class OpenAICompatibleLLM:
         self._format_step = 0  # how far down the mode's ladder this endpoint needed to go
 
     def __repr__(self) -> str:
-        return f"OpenAICompatibleLLM(model={self.model!r}, base_url={self.base_url!r})"
+        return f"OpenAICompatibleLLM(model={self.model!r}, base_url={mask_url(self.base_url)!r})"
 
     @property
     def response_format_kind(self) -> str:
@@ -188,8 +189,8 @@ class OpenAICompatibleLLM:
                 if step != first:
                     self._fall_back(step, first_refusal)
                 latency_ms = (time.perf_counter() - started) * 1000
-                return _parse_completion(self._url, reply, latency_ms, self.model)
-            message = _http_error_message(self._url, reply)
+                return _parse_completion(self._shown_url, reply, latency_ms, self.model)
+            message = _http_error_message(self._shown_url, reply)
             if not _refuses_response_format(body, reply):
                 raise LLMError(first_refusal or message, kind="error")
             first_refusal = first_refusal or message
@@ -198,6 +199,11 @@ class OpenAICompatibleLLM:
     @property
     def _url(self) -> str:
         return f"{self.base_url}/chat/completions"
+
+    @property
+    def _shown_url(self) -> str:
+        """The endpoint as messages name it: without a password or key in the URL."""
+        return mask_url(self._url)
 
     async def _post(self, body: dict[str, Any]) -> httpx.Response:
         """POST the body; transport failures become `LLMError`s that name the setting to fix."""
@@ -209,25 +215,25 @@ class OpenAICompatibleLLM:
             return await self._http().post("/chat/completions", json=body)
         except httpx.TimeoutException as exc:
             raise LLMError(
-                f"LLM endpoint {self._url} did not answer within {self.timeout_s:g} s "
+                f"LLM endpoint {self._shown_url} did not answer within {self.timeout_s:g} s "
                 "(raise CONCERTO_LLM_TIMEOUT_S or use a faster model)",
                 kind="timeout",
             ) from exc
         except httpx.NetworkError as exc:
             raise LLMError(
-                f"LLM endpoint {self._url} is unreachable ({_describe(exc)}); "
+                f"LLM endpoint {self._shown_url} is unreachable ({_describe(exc)}); "
                 "check CONCERTO_LLM_BASE_URL and that the server is running",
                 kind="unavailable",
             ) from exc
         except httpx.HTTPError as exc:
-            raise LLMError(f"LLM call to {self._url} failed: {_describe(exc)}", kind="error") from exc
+            raise LLMError(f"LLM call to {self._shown_url} failed: {_describe(exc)}", kind="error") from exc
 
     def _fall_back(self, step: int, refusal: str) -> None:
         ladder = _FORMAT_LADDERS[self.json_mode]
         log.warning(
             "%s refused response_format %r (%s); using %r from now on. "
             "Set CONCERTO_LLM_JSON_MODE to what the endpoint supports to avoid the extra call.",
-            self.base_url,
+            mask_url(self.base_url),
             ladder[self._format_step],
             refusal,
             ladder[step],
@@ -308,14 +314,14 @@ def _schema_name(json_schema: dict[str, Any]) -> str:
 
 
 def _describe(exc: BaseException) -> str:
-    """The exception's own words (httpx often has none), without a traceback."""
-    text = str(exc).strip()
+    """The exception's own words (httpx often has none, or quotes the URL), without a traceback."""
+    text = scrub(str(exc).strip())
     return text or type(exc).__name__
 
 
 def _http_error_message(url: str, reply: httpx.Response) -> str:
     """`HTTP 401 from URL: <the server's own message>`, with a hint for the common ones."""
-    detail = _server_message(reply)
+    detail = scrub(_server_message(reply))
     message = f"LLM endpoint {url} answered HTTP {reply.status_code}"
     if detail:
         message += f": {detail}"
@@ -375,7 +381,7 @@ def _parse_completion(url: str, reply: httpx.Response, latency_ms: float, model:
             finish_reason=choice.get("finish_reason"),
         )
     except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
-        snippet = reply.text.strip()[:200]
+        snippet = scrub(reply.text.strip()[:200])
         raise LLMError(
             f"LLM endpoint {url} did not return a chat completion "
             f"({type(exc).__name__}); the body starts with: {snippet!r}",

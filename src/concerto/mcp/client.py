@@ -4,6 +4,13 @@
 use, reconnects after the server died, bounds the connection and each call by the
 configured timeouts, and turns every failure into an `MCPCallError` with an `ErrorKind`.
 
+A server that hangs (stopped, deadlocked) is replaced, not waited on forever: when a call
+times out, or is abandoned mid-way (the agent's timeout, the question's deadline, a caller
+that left), the session is checked with an MCP `ping` bounded by the connect timeout. A
+server that answers keeps its session, so a tool that is merely slow costs one ping, not a
+restart; one that does not answer is stopped at once (a stdio server's process is killed)
+and the next call starts a new one. Calls that arrive during the check wait for its outcome.
+
 Why a task owns each session: the SDK's transports are anyio context managers whose
 cancel scopes must be entered and left by the same task, while the agents calling
 tools run in the executor's tasks and `Resources.aclose()` runs in yet another. The
@@ -15,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import sys
 from collections.abc import Callable
@@ -25,12 +33,14 @@ from concerto.contracts.common import ErrorKind
 from concerto.mcp.spec import ServerSpec
 
 if TYPE_CHECKING:
+    import anyio
     from mcp import ClientSession
     from mcp.types import Tool
 
     from concerto.mcp.settings import MCPSettings
     from concerto.resources import Resources
 
+log = logging.getLogger(__name__)
 _TERMINATE_GRACE_S = 3.0
 
 
@@ -38,6 +48,9 @@ class MCPCallError(Exception):
     """A failed connection or tool call; `code` is the server's MCPError code when it sent one."""
 
     def __init__(self, message: str, *, kind: ErrorKind, code: int = -1, data: dict[str, Any] | None = None) -> None:
+        from concerto.redact import scrub  # a transport's error may quote the server's URL
+
+        message = scrub(message)
         super().__init__(message)
         self.message = message
         self.kind = kind
@@ -58,8 +71,13 @@ class MCPServer:
         # compiles bytecode) gets its own allowance. URL servers get none.
         self.startup_timeout_s = 0.0 if spec.url else startup_timeout_s
         self.request_timeout_s = request_timeout_s
+        # A server that cannot answer a ping within the connect timeout, after a call timed out, is hung.
+        self.ping_timeout_s = connect_timeout_s
         self._session: ClientSession | None = None
         self._owner: asyncio.Task[None] | None = None
+        self._scope: anyio.CancelScope | None = None  # the owner's: cancelling it stops the transport at once
+        self._check: asyncio.Task[None] | None = None  # the liveness check after a call timed out
+        self._calls = 0  # calls waiting for an answer
         self._closing = asyncio.Event()
         self._lock = asyncio.Lock()
         self._stopping: set[asyncio.Task[None]] = set()
@@ -81,7 +99,10 @@ class MCPServer:
         return self._session is not None and self._owner is not None and not self._owner.done() and not broken
 
     async def session(self) -> ClientSession:
-        """The open session, connecting (again) if there is none or the last one died."""
+        """The open session, connecting (again) if there is none, the last one died, or it hung."""
+        check = self._check
+        if check is not None and not check.done():
+            await asyncio.shield(check)  # a session under suspicion: use what the check leaves
         async with self._lock:
             if not self.connected:
                 await self._stop()
@@ -93,9 +114,12 @@ class MCPServer:
         # Importing the SDK takes about 0.5 s: in a worker thread, so the event loop keeps
         # sending other questions' events meanwhile (the imports below are then lookups).
         await asyncio.to_thread(_import_sdk, "mcp.client.streamable_http" if self.spec.url else "mcp.client.stdio")
+        import anyio
+
         ready: asyncio.Future[ClientSession] = asyncio.get_running_loop().create_future()
         self._closing = asyncio.Event()
-        self._owner = asyncio.create_task(self._own(ready), name=f"mcp:{self.spec.name}")
+        self._scope = anyio.CancelScope()
+        self._owner = asyncio.create_task(self._own(ready, self._scope), name=f"mcp:{self.spec.name}")
         try:
             budget = self.connect_timeout_s + self.startup_timeout_s
             self._session = await asyncio.wait_for(asyncio.shield(ready), budget)
@@ -114,20 +138,26 @@ class MCPServer:
             await self._stop()
             raise
 
-    async def _own(self, ready: asyncio.Future[ClientSession]) -> None:
-        """Open transport and session, hand the session over, hold it until closing."""
+    async def _own(self, ready: asyncio.Future[ClientSession], scope: anyio.CancelScope) -> None:
+        """Open transport and session, hand the session over, hold it until closing.
+
+        Everything runs inside `scope`: cancelling it (`_stop`) reaches every wait of the
+        SDK's shutdown, whose own escalation for a process that ignores its closed stdin
+        takes 4 s; cancelled, anyio kills the process.
+        """
         from mcp import ClientSession
 
         session: ClientSession | None = None
         closing = self._closing
         try:
-            async with contextlib.AsyncExitStack() as stack:
-                read, write = await self._open_transport(stack)
-                session = await stack.enter_async_context(ClientSession(read, write))
-                await session.initialize()
-                if not ready.done():
-                    ready.set_result(session)
-                await closing.wait()
+            with scope:
+                async with contextlib.AsyncExitStack() as stack:
+                    read, write = await self._open_transport(stack)
+                    session = await stack.enter_async_context(ClientSession(read, write))
+                    await session.initialize()
+                    if not ready.done():
+                        ready.set_result(session)
+                    await closing.wait()
         except BaseException as exc:
             if not ready.done():
                 ready.set_exception(self._connect_error(exc))
@@ -175,25 +205,44 @@ class MCPServer:
         )
 
     def _stop_in_background(self) -> None:
-        """Cancel the owner task now and let it clean up on its own; `aclose` awaits it."""
-        owner, self._owner, self._session = self._owner, None, None
-        if owner is not None and not owner.done():
-            owner.cancel()
-            self._stopping.add(owner)
-            owner.add_done_callback(self._stopping.discard)
+        """Stop the owner task now and let it clean up on its own; `aclose` awaits it."""
+        owner, scope = self._detach()
+        if owner is not None:
+            self._cancel(owner, scope)
 
-    async def _stop(self) -> None:
-        """Ask the owner task to close the session, cancelling it if it does not in time."""
-        owner, self._owner, self._session = self._owner, None, None
-        if owner is None or owner.done():
+    async def _stop(self, *, hung: bool = False) -> None:
+        """Ask the owner task to close the session, stopping it if it does not in time; a
+        `hung` server is not asked (a stdio server's process is killed at once)."""
+        owner, scope = self._detach()
+        if owner is None:
             return
-        self._closing.set()
-        try:
-            await asyncio.wait_for(asyncio.shield(owner), _TERMINATE_GRACE_S)
-        except (TimeoutError, Exception):
+        if not hung:
+            self._closing.set()
+            with contextlib.suppress(TimeoutError, Exception):
+                await asyncio.wait_for(asyncio.shield(owner), _TERMINATE_GRACE_S)
+        if not owner.done():
+            self._cancel(owner, scope)
+            await asyncio.wait({owner}, timeout=_TERMINATE_GRACE_S)  # a cancelled caller stops waiting, not the stop
+
+    def _detach(self) -> tuple[asyncio.Task[None] | None, anyio.CancelScope | None]:
+        """Forget the current session; its owner task (kept until it ends, for `aclose`) and
+        scope if it is still running."""
+        owner, scope = self._owner, self._scope
+        self._owner, self._session, self._scope = None, None, None
+        if owner is None or owner.done():
+            return None, None
+        self._stopping.add(owner)
+        owner.add_done_callback(self._stopping.discard)
+        return owner, scope
+
+    @staticmethod
+    def _cancel(owner: asyncio.Task[None], scope: anyio.CancelScope | None) -> None:
+        """Stop an owner task now. anyio's cancellation (unlike one `Task.cancel`) reaches every
+        wait inside the SDK's shutdown, and a stdio server's process is killed."""
+        if scope is not None:
+            scope.cancel()
+        else:
             owner.cancel()
-            with contextlib.suppress(BaseException):
-                await owner
 
     async def list_tools(self) -> list[Tool]:
         """Every tool of the server (all pages)."""
@@ -201,7 +250,11 @@ class MCPServer:
         tools: list[Tool] = []
         cursor: str | None = None
         while True:
-            page = await asyncio.wait_for(session.list_tools(cursor), self.request_timeout_s)
+            try:
+                page = await asyncio.wait_for(session.list_tools(cursor), self.request_timeout_s)
+            except TimeoutError:
+                self._suspect(session)
+                raise
             tools.extend(page.tools)
             cursor = page.nextCursor
             if not cursor:
@@ -213,6 +266,8 @@ class MCPServer:
         A server that died while idle is noticed when the request cannot even be sent;
         then the server is restarted and the request sent once more. A server that dies
         while handling the request is not asked again (the request may be what kills it).
+        A call that times out or is cancelled leaves the session under suspicion (see the
+        module's docstring).
         """
         import anyio
 
@@ -220,9 +275,13 @@ class MCPServer:
 
         for attempt in (1, 2):
             session = await self.session()
+            self._calls += 1
             try:
                 result = await self._send(session, tool, arguments)
                 break
+            except asyncio.CancelledError:  # abandoned mid-call: is the server still there?
+                self._suspect(session)
+                raise
             except (anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
                 await self._forget()
                 if attempt == 1:
@@ -231,6 +290,8 @@ class MCPServer:
                     f"MCP server '{self.spec.name}' connection failed during {tool}: {type(exc).__name__}",
                     kind=ErrorKind.UNAVAILABLE,
                 ) from None
+            finally:
+                self._calls -= 1
         text = "\n".join(getattr(c, "text", "") for c in result.content).strip()
         if result.isError:
             err = parse_tool_error(text)
@@ -262,6 +323,7 @@ class MCPServer:
                 kind=ErrorKind.UNAVAILABLE,
             ) from None
         except TimeoutError:
+            self._suspect(session)
             raise MCPCallError(
                 f"MCP server '{name}' did not answer {tool} within {limit:g} s.",
                 kind=ErrorKind.TIMEOUT,
@@ -269,6 +331,7 @@ class MCPServer:
         except McpError as exc:
             code = exc.error.code
             if "Timed out" in exc.error.message:  # the SDK's read timeout (code 408)
+                self._suspect(session)
                 raise MCPCallError(
                     f"MCP server '{name}' did not answer {tool} within {limit:g} s.",
                     kind=ErrorKind.TIMEOUT,
@@ -320,12 +383,48 @@ class MCPServer:
         async with self._lock:
             await self._stop()
 
-    async def aclose(self) -> None:
-        """Close the session and stop the server process (called by `Resources.aclose`)."""
+    def _suspect(self, session: ClientSession) -> None:
+        """A call on `session` timed out or was abandoned: check in the background that the
+        server still answers (one check at a time; calls wait for it in `session()`)."""
+        if session is self._session and (self._check is None or self._check.done()):
+            self._check = asyncio.create_task(self._check_alive(session), name=f"mcp-ping:{self.spec.name}")
+
+    async def _check_alive(self, session: ClientSession) -> None:
+        """Ping the server; replace it when it does not answer within `ping_timeout_s`."""
+        try:
+            await asyncio.wait_for(session.send_ping(), self.ping_timeout_s)
+            return
+        except Exception as exc:  # no answer in time, or the session broke meanwhile
+            reason = f"{type(exc).__name__}: {exc}".rstrip(": ")
         async with self._lock:
-            await self._stop()
+            if self._session is not session:
+                return  # already replaced
+            log.warning(
+                "MCP server '%s' (%s) did not answer a ping within %g s after a call timed out or was abandoned "
+                "(%s); stopping it, the next call starts a new session",
+                self.spec.name,
+                self.spec.where,
+                self.ping_timeout_s,
+                reason,
+            )
+            await self._stop(hung=True)
+
+    async def aclose(self) -> None:
+        """Close the session and stop the server process (called by `Resources.aclose`).
+
+        A server that may hang is not asked to close, it is stopped at once: one under
+        suspicion (a call timed out or was abandoned, and its ping has not answered yet), or
+        one still handling calls (they are being cancelled with whatever closes us). A
+        shutdown does not wait on a hung server.
+        """
+        suspect = self._calls > 0 or (self._check is not None and not self._check.done())
+        if self._check is not None:
+            self._check.cancel()
+            await asyncio.wait({self._check})
+        async with self._lock:
+            await self._stop(hung=suspect)
         if self._stopping:
-            await asyncio.gather(*self._stopping, return_exceptions=True)
+            await asyncio.wait(self._stopping, timeout=_TERMINATE_GRACE_S)
 
 
 class _Disconnected(Exception):

@@ -21,6 +21,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from concerto.redact import is_credential_name, mask_url, remember, scrub
+
 
 class ServerSpec(BaseModel):
     """One MCP server: a command to start (stdio) or a streamable HTTP URL."""
@@ -45,10 +47,18 @@ class ServerSpec(BaseModel):
             raise ValueError(f"MCP server '{self.name}': give exactly one of `command` or `url`")
         return self
 
+    def model_post_init(self, context: Any, /) -> None:
+        """The values of its credential headers (`Authorization: Bearer ...`, `X-API-Key`) and
+        environment variables (`NOTES_TOKEN`) are masked from now on wherever text is scrubbed."""
+        for name, value in [*self.headers.items(), *self.env.items()]:
+            if is_credential_name(name) or name.lower() == "cookie":
+                remember(value)
+                remember(value.partition(" ")[2])  # the token after `Bearer`
+
     @property
     def where(self) -> str:
-        """The URL or command line, for messages."""
-        return self.url or " ".join([self.command or "", *self.args]).strip()
+        """The URL or command line, for messages (without a password, key or token)."""
+        return mask_url(self.url) if self.url else scrub(" ".join([self.command or "", *self.args]).strip())
 
 
 class ServersFileError(ValueError):

@@ -8,6 +8,9 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+BULK_CHUNK = 128  # texts encoded per hold of the lock in `embed_bulk` (about 0.1-0.3 s of work)
+QUESTION_TURN_S = 5.0  # the longest a load's chunk waits for questions to go first (no starvation)
+
 
 @runtime_checkable
 class Embedder(Protocol):
@@ -35,6 +38,8 @@ class LocalEmbedder:
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
+        self._turns = threading.Condition()  # questions waiting for the lock go before a load's next chunk
+        self._questions = 0
 
     def _encoder(self):  # type: ignore[no-untyped-def]
         if self._model is None:
@@ -44,15 +49,37 @@ class LocalEmbedder:
         return self._model
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        with self._lock:
-            return self._embed(texts)
+        with self._turns:
+            self._questions += 1
+        try:
+            with self._lock:
+                return self._embed(texts)
+        finally:
+            with self._turns:
+                self._questions -= 1
+                if not self._questions:
+                    self._turns.notify_all()
 
     def embed_bulk(self, texts: list[str]) -> np.ndarray:
-        """Many texts at once (a load), with every core and without filling the question cache."""
-        import os
+        """Many texts at once (a load), without filling the question cache.
 
-        with self._lock:
-            return self._encoder().encode(texts, threads=os.cpu_count() or 1).astype(np.float32, copy=False)
+        One BLAS thread, like questions: the encoder sorts the texts into batches of similar
+        length, and on a busy 2-core machine two threads made the demo table's 300
+        descriptions take 13-18 s instead of 2 s (OpenBLAS threads wait on each other when
+        other processes hold the cores; BENCHMARKS.md, "MiniLM batches").
+        """
+        out = np.empty((len(texts), self.dimension), dtype=np.float32)
+        # Sorted by length first, so each chunk still batches texts of similar length; the lock
+        # is taken per chunk, so a question waits for one chunk (a fraction of a second), not for
+        # the whole load (a large upload held it for minutes, and every question's routing with it).
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(order), BULK_CHUNK):
+            part = order[start : start + BULK_CHUNK]
+            with self._turns:  # questions first: a released lock is not handed over by itself
+                self._turns.wait_for(lambda: not self._questions, timeout=QUESTION_TURN_S)
+            with self._lock:
+                out[part] = self._encoder().encode([texts[i] for i in part])
+        return out
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         missing = list(dict.fromkeys(t for t in texts if t not in self._cache))

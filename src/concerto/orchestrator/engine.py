@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from concerto.agents.base import Agent, AgentContext
 from concerto.agents.loader import Packs, load_packs
 from concerto.agents.registry import AgentRegistry, RegistryError
-from concerto.contracts.common import ExecutionStatus
+from concerto.contracts.common import ErrorKind, ExecutionStatus
 from concerto.contracts.dispatch import AgentDispatchResponse
 from concerto.contracts.events import Event, EventType, QueryState
 from concerto.contracts.orchestrator import (
@@ -31,11 +31,13 @@ from concerto.contracts.plan import AgentTask
 from concerto.llm.base import LLMClient, Usage
 from concerto.orchestrator.events import EventLog, EventStream, elapsed_ms
 from concerto.orchestrator.executor import Executor, Runner
+from concerto.orchestrator.first_use import FirstUseWork
 from concerto.orchestrator.intents import load_intents
 from concerto.orchestrator.planner import PlanError, Planner
 from concerto.orchestrator.router import RouteDecision, Router
 from concerto.orchestrator.semantic import SemanticIndex
 from concerto.orchestrator.synthesizer import Synthesizer
+from concerto.orchestrator.timeouts import Timeouts
 from concerto.resources import Resources
 from concerto.settings import Settings
 
@@ -73,6 +75,7 @@ class Orchestrator:
         self._synthesizer: Synthesizer
         self._started = False
         self.executor = Executor(self.agent, self.settings.max_concurrency, runner=_runner(self.settings))
+        self.first_use = FirstUseWork()  # set `first_use.notify` to show its progress lines
 
     # -- set-up -----------------------------------------------------------------------
 
@@ -109,7 +112,9 @@ class Orchestrator:
                 self._intents,
                 llm=self.llm,
                 llm_retries=self.settings.llm_max_retries,
-                default_timeout_ms=self.settings.default_timeout_ms,
+                timeouts=Timeouts(
+                    self.settings.default_timeout_ms, self.settings.agent_timeouts, self.settings.min_timeout_ms
+                ),
             )
             self._synthesizer = Synthesizer(infos, self.llm)
             self._router = Router(
@@ -122,8 +127,14 @@ class Orchestrator:
             )
         return self._router
 
+    async def prepare(self) -> None:
+        """Do every agent's lasting first-use work now (demo data and its embeddings) instead of
+        before the first question that needs it; `concerto serve` calls it at start-up."""
+        await self.first_use.prepare([self.agent(name) for name in self.registry.names()], lasting=True)
+
     async def aclose(self) -> None:
         """Close agents and shared resources."""
+        await self.first_use.aclose()
         for agent in self._agents.values():
             try:
                 await agent.aclose()
@@ -288,6 +299,12 @@ class Orchestrator:
             tasks=[{"task_id": x.task_id, "agent": x.agent, "depends_on": x.depends_on} for x in plan.tasks],
         )
 
+        t = time.perf_counter()
+        needed = dict.fromkeys(a for task in plan.tasks for a in (task.agent, task.fallback_agent) if a)
+        await self.first_use.prepare([self.agent(a) for a in needed], request, events)  # outside the timeouts
+        if (waited := elapsed_ms(t)) >= 1:
+            breakdown["first_use_ms"] = waited
+
         events.state(QueryState.DISPATCHING, "Dispatching agents")
         t = time.perf_counter()
         prepared = {
@@ -313,7 +330,7 @@ class Orchestrator:
         ok = [r for r in results if r.status is ExecutionStatus.COMPLETED]
         if not ok:
             timed_out = any(r.status is ExecutionStatus.CANCELLED for r in results)
-            category: ErrorCategory = "timeout" if timed_out else "all_agents_failed"
+            category: ErrorCategory = "timeout" if timed_out else _failure_category(results)
             message = " ".join(self._synthesizer.template(request, results).response.split())
             return self._error(
                 request,
@@ -440,6 +457,17 @@ def validation_message(errors: Sequence[Mapping[str, Any]], skip: str = "") -> s
         msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
         parts.append(f"{'.'.join(loc) or 'input'}: {msg}")
     return "; ".join(parts)
+
+
+def _failure_category(results: list[AgentDispatchResponse]) -> ErrorCategory:
+    """Why no agent answered: `invalid_input` when each one said that what the question names
+    does not exist (a source, metric or KPI that is not there: the caller's to fix; HTTP 422),
+    else `all_agents_failed` (a backend's fault; HTTP 502). Tasks skipped because another failed
+    say nothing of their own."""
+    errors = [e for r in results for e in r.errors if e.kind is not ErrorKind.DEPENDENCY]
+    if errors and all(e.kind is ErrorKind.NOT_FOUND for e in errors):
+        return "invalid_input"
+    return "all_agents_failed"
 
 
 def _utc(now: datetime | None) -> datetime:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from concerto.contracts.events import Event, EventType, QueryState
 from concerto.orchestrator.log import Log, SqliteLog, open_log
+from concerto.redact import scrub, scrub_data
 
 if TYPE_CHECKING:
     from concerto.settings import Settings
@@ -60,16 +61,19 @@ class EventStream:
                 _put_dropping_oldest(queue, event)
 
     def _event(self, r: tuple[Any, ...]) -> Event:
+        """The event of a record, as it leaves the stream: its title and details scrubbed
+        (`concerto.redact`), so an agent that puts a URL with its password in an event shows
+        it to no one. Done here, not in `emit`: an event nobody reads costs nothing more."""
         return Event(
             query_id=self.query_id,
             seq=r[0],
             type=r[1],
-            title=r[2],
+            title=scrub(r[2]),
             source=r[3],
             step=r[4],
             state=r[5],
             task_id=r[6],
-            details=r[7],
+            details=scrub_data(r[7]),
             ts=r[8],
         )
 

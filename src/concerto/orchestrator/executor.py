@@ -22,6 +22,7 @@ from concerto.contracts.dispatch import AgentDispatchResponse
 from concerto.contracts.events import EventType
 from concerto.contracts.plan import AgentTask, OrchestrationPlan
 from concerto.orchestrator.events import EventStream
+from concerto.orchestrator.timeouts import timeout_suggestion
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +65,7 @@ class _PriorityGate:
 class _Attempt:
     """Outcome of running one agent once."""
 
-    __slots__ = ("error", "execution_ms", "payload", "result", "status")
+    __slots__ = ("error", "execution_ms", "expired", "payload", "result", "status")
 
     def __init__(self) -> None:
         self.result: AgentResult | None = None
@@ -72,6 +73,18 @@ class _Attempt:
         self.status = ExecutionStatus.COMPLETED
         self.execution_ms = 0.0
         self.payload: dict[str, Any] = {}
+        self.expired = False  # this attempt's own timer fired (and cancelled the task)
+
+
+def _expire(attempt: _Attempt, task: asyncio.Task[Any]) -> None:
+    """The attempt's timer: mark the attempt timed out, then cancel its task.
+
+    The mark, not the clock, tells the attempt that a cancel was its own timeout: uvloop
+    computes a timer's `when()` as `ms * 1e-3` and `time()` as `ms / 1000`, so a check like
+    `loop.time() >= timer.when()` can be false in the very millisecond the timer fired.
+    """
+    attempt.expired = True
+    task.cancel()
 
 
 class Executor:
@@ -114,6 +127,7 @@ class Executor:
         results: dict[str, AgentDispatchResponse] = {}
         running: dict[str, asyncio.Task[AgentDispatchResponse]] = {}
         finished = loop.create_future()
+        stopping = False  # the deadline expired or the caller left: cancelled tasks are not settled
 
         def launch(task: AgentTask) -> None:
             deps = [results[d] for d in task.depends_on]
@@ -144,6 +158,8 @@ class Executor:
         def on_done(task_id: str, runner: asyncio.Task[AgentDispatchResponse]) -> None:
             running.pop(task_id, None)
             if runner.cancelled():
+                if not stopping:  # cancelled by someone other than this plan: settle it, never hang
+                    settle(task_id, _interrupted(by_id[task_id], start))
                 return
             exc = runner.exception()
             if exc is None:
@@ -170,6 +186,7 @@ class Executor:
                 return [results[t.task_id] for t in tasks]
             done, _ = await asyncio.wait([finished], timeout=deadline_ms / 1000)
         except asyncio.CancelledError:  # the caller gave up (client gone): stop our tasks too
+            stopping = True
             for runner in list(running.values()):
                 runner.cancel()
             raise
@@ -181,6 +198,7 @@ class Executor:
                 step=99,
                 details={"deadline_ms": deadline_ms},
             )
+            stopping = True
             for runner in pending:
                 runner.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
@@ -279,8 +297,7 @@ class Executor:
         # which matters because every task of every plan pays it.
         me = asyncio.current_task()
         assert me is not None
-        loop = asyncio.get_running_loop()
-        timer = loop.call_later(task.timeout_ms / 1000, me.cancel)
+        timer = asyncio.get_running_loop().call_later(task.timeout_ms / 1000, _expire, attempt, me)
         try:
             if prepared is not None and agent_name == task.agent:
                 payload = prepared
@@ -297,9 +314,8 @@ class Executor:
             work = agent.run(context, payload) if self.runner is None else self.runner(agent, context, payload)
             attempt.result = await work
         except asyncio.CancelledError:
-            if loop.time() < timer.when():
-                raise  # the query's deadline or the caller, not this task's timer
-            me.uncancel()
+            if not attempt.expired or me.cancelling() > 1:
+                raise  # not this task's timer, or the deadline or the caller as well: theirs wins
             attempt.status = ExecutionStatus.TIMEOUT
             attempt.error = AgentError(
                 agent=agent_name,
@@ -307,7 +323,7 @@ class Executor:
                 error_type="timeout",
                 recoverable=True,
                 message=f"{agent_name} did not answer within {task.timeout_ms} ms",
-                suggestion="Try again, or raise the task's timeout.",
+                suggestion=timeout_suggestion(task.agent, task.timeout_ms),
             )
         except AgentFailure as exc:
             attempt.status = ExecutionStatus.FAILED
@@ -336,6 +352,8 @@ class Executor:
                 attempt.error.kind = ErrorKind.TIMEOUT
         finally:
             timer.cancel()
+            if attempt.expired:  # the timer's cancel is answered (here, or by an agent that caught it)
+                me.uncancel()
         attempt.execution_ms = (time.perf_counter() - t0) * 1000
         if attempt.error is None:
             events.emit(
@@ -406,6 +424,25 @@ def _crashed(task: AgentTask, exc: BaseException) -> AgentDispatchResponse:
                 agent=task.agent,
                 error_type="internal_error",
                 message=f"internal error while running {task.agent}: {type(exc).__name__}: {exc}"[:500],
+            )
+        ],
+    )
+
+
+def _interrupted(task: AgentTask, since: float) -> AgentDispatchResponse:
+    """A task whose run was cancelled by something other than its timer, the deadline or the caller."""
+    return AgentDispatchResponse(
+        agent=task.agent,
+        task_id=task.task_id,
+        status=ExecutionStatus.CANCELLED,
+        total_latency_ms=(time.perf_counter() - since) * 1000,
+        errors=[
+            AgentError(
+                agent=task.agent,
+                error_type="cancelled",
+                recoverable=True,
+                message=f"{task.agent} was cancelled before it answered",
+                suggestion="Try again.",
             )
         ],
     )

@@ -42,6 +42,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel
 
 from concerto.contracts.events import Event, EventType, QueryState
+from concerto.redact import mask_url, remember, scrub, scrub_serialized
 
 if TYPE_CHECKING:
     from concerto.settings import Settings
@@ -62,7 +63,11 @@ RETRY_AFTER_S = 5.0  # a database that could not be reached is not tried again b
 
 
 class LogUnavailable(RuntimeError):
-    """The database of the log cannot be reached or refused a statement; the message says which."""
+    """The database of the log cannot be reached or refused a statement; the message says which
+    (scrubbed: a driver's error may quote the connection string)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(scrub(message))
 
 
 class LogConflict(RuntimeError):
@@ -150,7 +155,9 @@ class Log(ABC):
     # -- events ---------------------------------------------------------------------------
 
     def write_events(self, events: Sequence[Event]) -> None:
-        """Append events (one already there is left as it is)."""
+        """Append events (one already there is left as it is). Their titles and details are
+        scrubbed (`concerto.redact`), as are runs' results and turns' contents: no row of the
+        log shows a secret, whichever code wrote it."""
         self._run(lambda x: _insert_events(x, events), write=True)
         self._after_write(len(events))
 
@@ -215,7 +222,7 @@ class Log(ABC):
             run.status,
             run.events,
             run.last_seq,
-            run.result,
+            scrub_serialized(run.result) if run.result else run.result,
             run.created,
             run.updated,
         )
@@ -245,7 +252,7 @@ class Log(ABC):
 
         def work(x: Exec) -> None:
             for role, content in turns:
-                x(sql, (conversation_id, role, content, query_id, time.time(), conversation_id))
+                x(sql, (conversation_id, role, scrub(content), query_id, time.time(), conversation_id))
 
         for attempt in range(5):  # PostgreSQL: two processes may take the same turn number at once
             try:
@@ -455,13 +462,17 @@ class PostgresLog(Log):
     def __init__(self, url: str, limits: Limits | None = None) -> None:
         super().__init__(limits)
         self.url = url
+        remember(url)  # its password is masked even where psycopg quotes it alone
         self._con: Any = None
         self._down_until = 0.0  # after a failed connection: fail at once until then
 
     @property
     def where(self) -> str:
-        parts = urlsplit(self.url)
-        return f"PostgreSQL at {parts.hostname or 'localhost'}:{parts.port or 5432}{parts.path}"
+        try:
+            parts = urlsplit(self.url)
+            return f"PostgreSQL at {parts.hostname or 'localhost'}:{parts.port or 5432}{parts.path}"
+        except ValueError:  # a port that is not a number, an unclosed bracket: psycopg says which
+            return f"PostgreSQL at {mask_url(self.url)}"
 
     def _connection(self) -> Any:
         import psycopg
@@ -586,8 +597,8 @@ def _insert_events(execute: Exec, events: Sequence[Event]) -> None:
             e.step,
             e.state.value if e.state else None,
             e.task_id,
-            e.title,
-            json.dumps(e.details, default=str),
+            scrub(e.title),
+            scrub_serialized(json.dumps(e.details, default=str)),
         )
         for e in events
     ]
@@ -632,4 +643,4 @@ def _no_nul(params: Sequence[Any]) -> tuple[Any, ...]:
 
 
 def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return scrub((str(exc).strip().splitlines() or [type(exc).__name__])[0])

@@ -18,6 +18,7 @@ from concerto.contracts.plan import AgentTask, ExecutionStrategy, OrchestrationP
 from concerto.llm.base import LLMClient, LLMError, Message, Usage
 from concerto.orchestrator.intents import IntentSpec
 from concerto.orchestrator.router import RouteDecision
+from concerto.orchestrator.timeouts import Timeouts
 
 
 class PlanError(ValueError):
@@ -98,12 +99,13 @@ class Planner:
         llm: LLMClient | None = None,
         llm_retries: int = 1,
         default_timeout_ms: int = 30000,
+        timeouts: Timeouts | None = None,
     ) -> None:
         self.infos = infos
         self.intents = intents
         self.llm = llm
         self.llm_retries = llm_retries
-        self.default_timeout_ms = default_timeout_ms
+        self.timeouts = timeouts or Timeouts(default_ms=default_timeout_ms)
 
     async def plan(
         self, question: str, decision: RouteDecision, query_id: str = "", usage: Usage | None = None
@@ -132,6 +134,9 @@ class Planner:
         spec = self.intents.get(cls.primary_intent)
         if spec is not None:
             tasks = spec.to_tasks(question)
+            for task, request in zip(tasks, spec.tasks, strict=True):
+                table = request.timeout_ms if "timeout_ms" in request.model_fields_set else None
+                task.timeout_ms = self._timeout(task.agent, table)
             extra = [a for a in cls.agents if a not in spec.agents]
             tasks += [self._task(a, question, i + len(tasks)) for i, a in enumerate(extra)]
             return OrchestrationPlan(
@@ -156,10 +161,11 @@ class Planner:
         )
         return OrchestrationPlan(intent=cls.primary_intent, tasks=tasks, reasoning=reasoning, source="default")
 
-    def _timeout(self, agent: str) -> int:
-        """The agent's own timeout, else the configured default (CONCERTO_DEFAULT_TIMEOUT_MS)."""
+    def _timeout(self, agent: str, table: int | None = None) -> int:
+        """The task timeout of `agent` (`timeouts.py`): the user's setting for it, else the
+        intent table's, the agent's own or the default, raised to the configured minimum."""
         info = self.infos.get(agent)
-        return (info.default_timeout_ms if info else None) or self.default_timeout_ms
+        return self.timeouts.of(agent, table or (info.default_timeout_ms if info else None))
 
     def _task(self, agent: str, question: str, index: int) -> AgentTask:
         return AgentTask(

@@ -39,11 +39,15 @@ from a2a.types import (
     AgentCard,
     AgentInterface,
     AgentSkill,
+    HTTPAuthSecurityScheme,
     ListTasksRequest,
     Message,
     Part,
     Role,
+    SecurityRequirement,
+    SecurityScheme,
     SendMessageRequest,
+    StringList,
     Task,
     TaskState,
     TaskStatus,
@@ -58,6 +62,8 @@ from a2a.utils.errors import InvalidParamsError
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ValidationError
+from starlette.exceptions import HTTPException
+from starlette.responses import Response
 from starlette.routing import Route
 
 from concerto.contracts.events import Event
@@ -79,6 +85,7 @@ STEP_BATCH_S = 0.05  # events that follow an update within this time go together
 MAX_ID = 128  # characters of a task or context id (the SDK makes UUIDs, 36), as of a conversation_id
 MAX_HISTORY_TASKS = 10  # earlier tasks of a context read back as conversation history
 MODES = ["text/plain", "application/json"]
+BEARER = "bearer"  # the card's name of the security scheme CONCERTO_API_TOKEN is
 _ORCHESTRATOR = "concerto.orchestrator"  # key of the call context's state
 # The card's one skill when no agent is loaded (a card needs at least one).
 ASK_SKILL = AgentSkill(id="ask", name="ask", description="Any question; no agent is loaded yet", tags=["concerto"])
@@ -111,7 +118,8 @@ def router() -> APIRouter:
     async def card(request: Request) -> JSONResponse:
         """The agent card: Concerto, one skill per loaded agent, this server's URLs."""
         orchestrator: Orchestrator = request.app.state.orchestrator
-        found = agent_card(str(request.base_url), orchestrator.registry.infos())
+        token = orchestrator.settings.api_token is not None
+        found = agent_card(str(request.base_url), orchestrator.registry.infos(), token=token)
         return JSONResponse(agent_card_to_dict(found))
 
     api.add_api_route(CARD_PATH, card, methods=["GET"], include_in_schema=False)
@@ -123,14 +131,68 @@ def router() -> APIRouter:
         # catch any two-segment path; Concerto has no tenants.
         *(r for r in create_rest_routes(handler, context, path_prefix=A2A_PATH) if isinstance(r, Route)),
     ]
-    api.routes.extend(routes)
+    api.routes.extend(_json_only(route) for route in routes)
     return api
 
 
-def agent_card(base_url: str, infos: list[AgentInfo]) -> AgentCard:
-    """Concerto's card: what it is, how to reach it from `base_url`, one skill per agent."""
+def _json_only(route: BaseRoute) -> BaseRoute:
+    """The route, reading a POST's body before the SDK does: refused with 415 when it is not
+    declared JSON (the SDK parses any body as JSON, so a page on another site could send a task
+    as a `text/plain` post, which browsers send without asking), with 413 when it is over the
+    app's limit (the SDK's HTTP+JSON binding would make that a 500). Both in the binding's own
+    error shape (docs/security.md)."""
+    if not isinstance(route, Route) or "POST" not in (route.methods or ()):
+        return route
+    endpoint = route.endpoint
+
+    async def json_only(request: Request) -> Response:
+        if request.method == "POST":
+            given = request.headers.get("content-type")
+            empty = given is None and request.headers.get("content-length", "0") == "0"
+            if not empty and not _json_type(given or ""):
+                return _refusal(request, 415, "Send the request as JSON (Content-Type: application/json)")
+            try:
+                await request.body()  # kept by the request: the SDK reads it from there
+            except HTTPException as exc:  # BodyTooLarge (server/edge.py)
+                refusal = _refusal(request, exc.status_code, str(exc.detail))
+                refusal.headers["Connection"] = "close"  # the rest of the body is not read
+                return refusal
+        response: Response = await endpoint(request)
+        return response
+
+    # FastAPI rebuilds an included router's plain routes from their endpoints: the check is one.
+    methods = list(route.methods or ())
+    return Route(route.path, json_only, methods=methods, name=route.name, include_in_schema=route.include_in_schema)
+
+
+def _refusal(request: Request, status: int, message: str) -> JSONResponse:
+    """A request refused before the SDK saw it: JSON-RPC's error object on the JSON-RPC
+    endpoint, the HTTP+JSON binding's error payload on the others."""
+    if request.url.path.rstrip("/") == A2A_PATH:
+        body: dict[str, Any] = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
+    else:
+        body = {"error": {"code": status, "status": "INVALID_ARGUMENT", "message": message}}
+    return JSONResponse(body, status_code=status)
+
+
+def _json_type(content_type: str) -> bool:
+    media = content_type.partition(";")[0].strip().lower()
+    return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
+
+
+def agent_card(base_url: str, infos: list[AgentInfo], *, token: bool = False) -> AgentCard:
+    """Concerto's card: what it is, how to reach it from `base_url`, one skill per agent, and
+    with `token` (CONCERTO_API_TOKEN is set) that requests need it as a bearer token."""
     url = base_url.rstrip("/") + A2A_PATH
+    security: dict[str, Any] = {}
+    if token:
+        scheme = HTTPAuthSecurityScheme(scheme="Bearer", description="The server's CONCERTO_API_TOKEN")
+        security = {
+            "security_schemes": {BEARER: SecurityScheme(http_auth_security_scheme=scheme)},
+            "security_requirements": [SecurityRequirement(schemes={BEARER: StringList()})],
+        }
     return AgentCard(
+        **security,
         name="Concerto",
         description=(
             "Answers plain-language questions about data and systems by routing them to specialist "

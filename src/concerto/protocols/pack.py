@@ -9,6 +9,6 @@ from concerto.agents.pack import Pack
 pack = Pack(
     name="protocols",
     description="Concerto as an MCP server, an OpenAI-compatible model and an A2A agent.",
-    routes=["concerto.protocols.openai_chat.routes:router", "concerto.protocols.a2a_server:router"],
+    routes=["concerto.protocols.openai_chat.routes:router", "concerto.protocols.a2a_routes:router"],
     mcp_servers={"concerto": "concerto.protocols.mcp_server:concerto_server"},
 )

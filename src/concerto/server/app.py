@@ -43,7 +43,10 @@ from concerto.contracts.handoff import result_yaml
 from concerto.contracts.orchestrator import OrchestratorErrorResponse, OrchestratorInput, OrchestratorOutput
 from concerto.orchestrator.engine import Orchestrator, validation_message
 from concerto.orchestrator.log import Log, LogUnavailable, Turn, open_log
+from concerto.server.docs import add_docs, document_edge
+from concerto.server.edge import Edge
 from concerto.server.runs import (
+    MAX_EVENT_ID,
     Run,
     Runs,
     RunStarted,
@@ -192,6 +195,9 @@ class Health(BaseModel):
 
 def create_app(settings: Settings | None = None, orchestrator: Orchestrator | None = None) -> FastAPI:
     """The FastAPI app; pass an orchestrator to serve one built elsewhere (tests)."""
+    from concerto.redact import install_log_redaction
+
+    install_log_redaction()  # the server's log shows no secret, whoever logs it
     settings = orchestrator.settings if orchestrator else settings or Settings()
     packs = orchestrator.packs if orchestrator else load_packs(settings.agents)
 
@@ -204,11 +210,13 @@ def create_app(settings: Settings | None = None, orchestrator: Orchestrator | No
         app.state.runs = Runs(orch, app.state.log)
         warm = asyncio.create_task(_warm_up(orch), name="warm-up")
         app.state.router_loaded = asyncio.create_task(_load_router(orch, warm), name="load-router")
+        app.state.first_use = asyncio.create_task(_first_use(orch, app.state.router_loaded), name="first-use")
         try:
             yield
         finally:
             warm.cancel()
             app.state.router_loaded.cancel()
+            app.state.first_use.cancel()
             await app.state.runs.aclose()
             if orchestrator is None:
                 await orch.aclose()
@@ -218,7 +226,10 @@ def create_app(settings: Settings | None = None, orchestrator: Orchestrator | No
         version="0.1.0",
         lifespan=lifespan,
         description="Plain-language questions answered by specialist agents.",
+        docs_url=None,  # served by `add_docs`, from this server
+        redoc_url=None,
     )
+    app.add_middleware(Edge, settings=settings)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -228,6 +239,10 @@ def create_app(settings: Settings | None = None, orchestrator: Orchestrator | No
     async def _http(request: Request, exc: HTTPException) -> Response:
         if exc.status_code == 400 and exc.detail == _BODY_NOT_PARSED:
             return _error("Invalid request — the body is not JSON in UTF-8")
+        if exc.status_code == 413:  # BodyTooLarge (server/edge.py): the rest of the body is not read
+            response = _error(str(exc.detail), status=413)
+            response.headers["Connection"] = "close"
+            return response
         if exc.status_code == 405:  # Starlette lists the methods of the first route of the path only
             exc.headers = {**(exc.headers or {}), "Allow": ", ".join(_methods(app, request.url.path))}
         return await http_exception_handler(request, exc)
@@ -332,7 +347,7 @@ def create_app(settings: Settings | None = None, orchestrator: Orchestrator | No
     async def run_events(
         run: Annotated[Run, Depends(_run)],
         request: Request,
-        after: Annotated[int | None, Query(ge=0, description="Resume after this event id")] = None,
+        after: Annotated[int | None, Query(ge=0, le=MAX_EVENT_ID, description="Resume after this event id")] = None,
     ) -> AsyncIterable[StreamItem]:
         """Every event of the run after `Last-Event-ID` (or `after`), then new ones live, then
         the `result`."""
@@ -388,8 +403,9 @@ def create_app(settings: Settings | None = None, orchestrator: Orchestrator | No
     )
     async def ready(request: Request) -> Any:
         """Readiness (for a load balancer): the router and its embedding model are loaded, the
-        database is reachable and, with `CONCERTO_EXECUTOR=ray`, so is the cluster. 503 with the
-        checks while one fails; `/health` is the liveness check."""
+        agents' first-use data (demo tables) is prepared, the database is reachable and, with
+        `CONCERTO_EXECUTOR=ray`, so is the cluster. 503 with the checks while one fails;
+        `/health` is the liveness check."""
         orch = _orch(request)
         checks = {
             "router": await _router_check(request.app.state.router_loaded),
@@ -397,6 +413,8 @@ def create_app(settings: Settings | None = None, orchestrator: Orchestrator | No
         }
         if orch.settings.executor == "ray":
             checks["cluster"] = await _cluster_check(orch.settings.ray_address)
+        prepared, detail = orch.first_use.readiness(request.app.state.first_use)
+        checks["first_use"] = Check(ok=prepared, detail=detail)
         body = Readiness(ready=all(c.ok for c in checks.values()), checks=checks)
         return body if body.ready else JSONResponse(body.model_dump(mode="json"), status_code=503)
 
@@ -405,7 +423,9 @@ def create_app(settings: Settings | None = None, orchestrator: Orchestrator | No
         return PAGE.read_text(encoding="utf-8")
 
     app.mount("/static", StaticFiles(directory=PAGE.parent), name="static")
+    add_docs(app)
     _mount_packs(app, packs)
+    document_edge(app, settings)
     return app
 
 
@@ -442,6 +462,13 @@ async def _load_router(orch: Orchestrator, after: asyncio.Task[None]) -> str | N
     return None
 
 
+async def _first_use(orch: Orchestrator, after: asyncio.Task[str | None]) -> None:
+    """Prepare the agents' first-use data (the demo tables) once the router is loaded, so no
+    question waits for it; `/ready` says it is preparing meanwhile."""
+    await asyncio.wait({after})
+    await orch.prepare()
+
+
 async def _router_check(loading: asyncio.Task[str | None]) -> Check:
     if not loading.done():
         await asyncio.wait({loading}, timeout=READY_WAIT_S)
@@ -462,6 +489,10 @@ async def _log_check(shared: Log) -> Check:
 async def _cluster_check(address: str) -> Check:
     """Whether the Ray cluster answers at its address (a TCP connection: Ray's own client would
     retry for 30 s). An empty address is a local cluster started on first use."""
+    from concerto.cluster.ray_runner import INSTALL_RAY, ray_missing
+
+    if (problem := ray_missing()) is not None:
+        return Check(ok=False, detail=f"{problem}. {INSTALL_RAY}")
     ray = sys.modules.get("ray")
     if not address or address == "auto":
         if ray is None or not ray.is_initialized():

@@ -347,12 +347,16 @@ def _failure(
     )
 
 
+MAX_EVENT_ID = 2**63 - 1  # event ids are the log's 64-bit integers
+
+
 def after_id(last_event_id: str | None, after: int | None) -> int:
-    """Where a reader resumes: `?after=N`, else the `Last-Event-ID` header, else the start."""
+    """Where a reader resumes: `?after=N`, else the `Last-Event-ID` header, else the start
+    (an id the log cannot hold is read as the largest it can)."""
     if after is not None:
-        return after
+        return min(after, MAX_EVENT_ID)
     try:
-        return int(last_event_id) if last_event_id else 0
+        return min(max(int(last_event_id), 0), MAX_EVENT_ID) if last_event_id else 0
     except ValueError:
         return 0
 

@@ -108,7 +108,8 @@ async def test_names_matched_by_meaning(
 
 async def test_no_data(agent: KPIAgent, context: AgentContext) -> None:
     err = await failure(agent, context, "kpi-attrition-rate department-home-loan month-2030-05-01")
-    assert err.message == NO_DATA and err.error_type == "no_data"
+    assert err.message.startswith(NO_DATA) and err.error_type == "no_data"
+    assert "in May 2030" in err.message and "from January 2023 to December 2026" in err.message
     assert err.output["structured_query"].endswith("month-2030-05-01")
     assert "2023-01" in (err.suggestion or "")
 

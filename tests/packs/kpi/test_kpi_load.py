@@ -160,6 +160,76 @@ def test_a_csv_syntax_error_is_a_row_error(tmp_path: Path) -> None:
     assert info.value.errors[0][0] == 3 and "not valid CSV" in info.value.errors[0][1]
 
 
+UNCLOSED = (
+    HEADER
+    + 'revenue,branch-x,2025-05,10.5,kUSD,"the quote opened here\n'
+    + "revenue,branch-x,2025-06,11,kUSD,swallowed\n"
+    + "revenue,branch-x,2025-07,12,kUSD,swallowed too\n"
+)
+# A later quote "closes" it: followed by text, or at the end of a line (then the rows inside
+# would be one valid record's notes).
+CLOSED_LATER = HEADER + 'revenue,branch-x,2025-05,10.5,kUSD,"opened\nrevenue,branch-x,2025-06,11,kUSD,"quoted"\n'
+CLOSED_AT_LINE_END = HEADER + 'revenue,branch-x,2025-05,10.5,kUSD,"opened\nrevenue,branch-x,2025-06,11,kUSD,"\n'
+
+
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [
+        (UNCLOSED, "a quoted field opened on line 2 is never closed (the file ends inside it, at line 4)"),
+        (CLOSED_LATER, "a quoted field opened on line 2 does not end where it should (line 3"),
+        (CLOSED_AT_LINE_END, "runs to line 3 and holds 1 line(s) that look like records: is a closing quote missing?"),
+    ],
+)
+def test_an_unclosed_quote_is_refused_naming_its_line(
+    tmp_path: Path, data_dir: Path, kpi_resources: Resources, body: str, problem: str
+) -> None:
+    path = tmp_path / "quote.csv"
+    path.write_text(body, encoding="utf-8")
+    result = load(str(path))
+    assert_clean_failure(result)
+    assert f"{path}:2: " in result.output and problem in result.output, result.output
+    assert "nothing was loaded" in result.output and "Loaded" not in result.output
+    assert held(data_dir, kpi_resources) == []
+
+
+def test_notes_over_several_lines_in_quotes_still_load(tmp_path: Path) -> None:
+    path = tmp_path / "multi.csv"
+    path.write_text(HEADER + 'revenue,branch-x,2025-05,10.5,kUSD,"first line\nsecond line"\n' + ROWS.format(note="x"))
+    records = read_csv(path)
+    assert len(records) == 4 and records[0].notes == "first line\nsecond line"
+
+
+@pytest.mark.parametrize(
+    ("header", "named"),
+    [
+        ("kpi,department,month,value,unit,notes,value", "'value' (columns 4, 7)"),
+        ("kpi,department,month,value,unit,Notes,notes", "'Notes' (columns 6, 7)"),
+        ("kpi,kpi,department,month,value,unit,notes", "'kpi' (columns 1, 2)"),
+    ],
+)
+def test_a_column_named_twice_is_refused_naming_it(
+    tmp_path: Path, data_dir: Path, kpi_resources: Resources, header: str, named: str
+) -> None:
+    path = tmp_path / "twice.csv"
+    width = header.count(",") + 1
+    row = ["revenue", "branch-x", "2025-05", "10.5", "kUSD", "ok", "99"][:width]
+    if header.startswith("kpi,kpi"):
+        row = ["revenue", "headcount", "branch-x", "2025-05", "10.5", "kUSD", "ok"]
+    path.write_text(f"{header}\n{','.join(row)}\n", encoding="utf-8")
+    result = load(str(path))
+    assert_clean_failure(result)
+    assert f"{path}:1: the header names {named} more than once" in result.output, result.output
+    assert "1 repeated column name(s), nothing was loaded." in result.output
+    assert held(data_dir, kpi_resources) == []
+
+
+def test_column_names_are_read_in_any_case(tmp_path: Path) -> None:
+    path = tmp_path / "case.csv"
+    path.write_text("KPI,Department,Month,Value,Unit,Notes\nrevenue,branch-x,2025-05,10.5,kUSD,kept\n")
+    (record,) = read_csv(path)
+    assert record.notes == "kept" and record.value == 10.5
+
+
 def series_csv(path: Path, count: int, *, shuffle: bool = False, bad_line: int | None = None) -> list[str]:
     """`count` records of 2 KPIs x 5 departments, month after month from 1900; the rows."""
     rows = []

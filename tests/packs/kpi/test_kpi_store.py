@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from concerto.agents.loader import load_registry
+from concerto.contracts.orchestrator import OrchestratorOutput
+from concerto.orchestrator.engine import Orchestrator
 from concerto.packs.kpi.demo import DEPARTMENTS, KPIS, demo_records
 from concerto.packs.kpi.months import Month
 from concerto.packs.kpi.records import CSVError, KPIRecord, read_csv, write_csv
-from concerto.packs.kpi.store import KPIStore
+from concerto.packs.kpi.store import KPIStore, get_store
+from concerto.resources import Resources
+from concerto.settings import Settings
+
+from .conftest import NOW
 
 GOOD = """kpi,department,month,value,unit,notes
 attrition-rate,home-loan,2025-05,4.1,%,Spring resignations
@@ -91,3 +102,55 @@ def test_unit_must_match_the_store(tmp_path: Path) -> None:
     path.write_text(GOOD)
     with pytest.raises(CSVError, match="differs"):
         read_csv(path, known_units={"attrition-rate": "ratio"})
+
+
+HEADCOUNT = "kpi-headcount department-home-loan month-2025-05-01"
+CONTRACTORS = "kpi,department,month,value,unit,notes\n" + "".join(
+    f"contractor-headcount,home-loan,2025-{m:02d},{10 + m},people,\n" for m in range(1, 6)
+)
+
+
+async def test_a_running_orchestrator_sees_kpis_loaded_by_another_process(
+    tmp_path: Path, kpi_resources: Resources
+) -> None:
+    """`concerto kpi load` in a subprocess while an orchestrator answers in this one: the next
+    question finds the new KPI (before, the cached catalog answered it with `headcount`)."""
+    data = tmp_path / "data"
+    settings = Settings(data_dir=data)
+    resources = Resources(settings)
+    resources.put("embedder", kpi_resources.embedder)
+    get_store(settings, resources).add(
+        [KPIRecord("headcount", "home-loan", Month(2025, m), 100 + m, "employees") for m in range(1, 6)]
+    )
+
+    async def asked(question: str) -> str:
+        result = await orch.ask(question, now=NOW)
+        assert isinstance(result, OrchestratorOutput), result
+        return str(result.agent_results[0].output["structured_query"])
+
+    async with Orchestrator(settings, registry=load_registry(), resources=resources) as orch:
+        assert await asked("headcount of home-loan in May 2025") == HEADCOUNT
+        csv = tmp_path / "contractors.csv"
+        csv.write_text(CONTRACTORS, encoding="utf-8")
+        loaded = subprocess.run(
+            [sys.executable, "-c", "from concerto.cli import main; main()", "kpi", "load", str(csv)],
+            env={**os.environ, "CONCERTO_DATA_DIR": str(data)},
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert loaded.returncode == 0, loaded.stderr
+        assert await asked("contractor-headcount of home-loan in May 2025") == (
+            "kpi-contractor-headcount department-home-loan month-2025-05-01"
+        )
+        assert await asked("headcount of home-loan in May 2025") == HEADCOUNT
+
+
+def test_the_catalog_is_checked_with_a_stat_not_a_store_read(store: KPIStore) -> None:
+    """Noticing other processes' writes costs microseconds per question, not a ChromaDB read."""
+    catalog = store.catalog()
+    calls = 2000
+    started = time.perf_counter()
+    for _ in range(calls):
+        assert store.catalog() is catalog
+    assert (time.perf_counter() - started) / calls < 0.001

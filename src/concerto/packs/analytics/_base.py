@@ -17,16 +17,17 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from sqlglot import exp
 
-from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentResult, Holdings, Unanswered
+from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentResult, FirstUse, Holdings, Unanswered
 from concerto.contracts.common import ErrorKind
 from concerto.contracts.events import EventType
 from concerto.data.safety import UnsafeQuery
-from concerto.data.sources import choose, source_failure, store_for
+from concerto.data.sources import choose, demo_first_use, source_failure, store_for
 from concerto.data.store import QueryFailed, QueryResult, SourceError, Store
 from concerto.nlp.terms import words
 from concerto.packs.analytics.reading import Reading, read
 
 if TYPE_CHECKING:
+    from concerto.contracts.orchestrator import OrchestratorInput
     from concerto.data.context import DataContext
 
 Chart = Literal["bar", "line", "pie", "table", "scatter"]
@@ -384,6 +385,13 @@ class AnalyticsAgent(Agent):
             cached = holdings_of(mine)
             self.resources.put(_HOLDINGS, cached)
         return cached
+
+    def first_use(self, query: OrchestratorInput | None = None) -> FirstUse | None:
+        """The demo table, loaded before the task when the question will be about it."""
+        try:
+            return demo_first_use(store_for(self.settings, self.resources), query)
+        except (QueryFailed, SourceError):  # the database is down: the task says so
+            return None
 
     # -- shared steps ----------------------------------------------------------------------
 

@@ -16,9 +16,10 @@ from typing import Any
 
 from sqlglot import exp
 
-from concerto.agents.base import AgentContext, AgentFailure, AgentInfo
+from concerto.agents.base import AgentContext, AgentFailure, AgentInfo, FirstUse
 from concerto.contracts.common import ErrorKind
 from concerto.contracts.events import EventType
+from concerto.contracts.orchestrator import OrchestratorInput
 from concerto.data.context import DataContext
 from concerto.data.load import KINDS, LoadError
 from concerto.data.settings import DataSettings
@@ -60,6 +61,9 @@ class DataIngestionAgent(AnalyticsAgent):
         examples=["load sales.csv as sales", "import the file customers.parquet", "ingest q3.xlsx as q3"],
         default_timeout_ms=120000,
     )
+
+    def first_use(self, query: OrchestratorInput | None = None) -> FirstUse | None:
+        return None  # it loads the file it is given, never the demo table
 
     def match_structured(self, text: str) -> dict[str, Any] | None:
         """ "load FILE [as NAME]" (also import / ingest / upload): the command form of this agent."""

@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 import sys
 from abc import abstractmethod
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentResult, Unanswered
+from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentResult, FirstUse, Unanswered
 from concerto.contracts.common import ErrorKind
 from concerto.mcp.client import MCPServer, shared_server
 from concerto.mcp.settings import MCPSettings
@@ -17,6 +17,7 @@ from concerto.mcp.spec import ServersFileError, ServerSpec, load_servers
 from concerto.packs.city.settings import CitySettings
 
 if TYPE_CHECKING:
+    from concerto.contracts.orchestrator import OrchestratorInput
     from concerto.resources import Resources
     from concerto.settings import Settings
 
@@ -56,6 +57,18 @@ def server_for(resources: Resources, name: str, settings: Settings) -> MCPServer
         return MCPServer.configured(spec, mcp, request_timeout_ms=CitySettings.of(settings).city_request_timeout_ms)
 
     return shared_server(resources, name, make)
+
+
+def server_first_use(agent: Agent, name: str) -> FirstUse | None:
+    """Starting the MCP server `name` before the agent's task (`Agent.first_use`): a stdio
+    server is a new Python process, which on a busy machine took most of the agent's 7.5 s."""
+    try:
+        server = server_for(agent.resources, name, agent.settings)
+    except ServersFileError:
+        return None  # the task reports the file's problem
+    if server.connected:
+        return None
+    return FirstUse(f"mcp.{name}", f"the {name} MCP server", 0.5, server.session, lasting=False)
 
 
 async def call_tool(context: AgentContext, server: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -120,6 +133,11 @@ class CityAgent(Agent):
     answered is named in the result as an `Unanswered` part with the server's reason, so
     the other answers never stand for the whole question silently.
     """
+
+    server: ClassVar[str]  # the MCP server it calls
+
+    def first_use(self, query: OrchestratorInput | None = None) -> FirstUse | None:
+        return server_first_use(self, self.server)
 
     async def prepare(self, request: str, context: AgentContext) -> dict[str, Any]:
         """Find the cities in the question (as typed; the server resolves them)."""

@@ -14,6 +14,7 @@ from concerto.packs.city.temperature import AGENT_TIMEOUT_MS
 class DateTimeAgent(CityAgent):
     """Asks the datetime MCP server (`getDateTime`) for the local time at `context.now`."""
 
+    server = "datetime"
     info = AgentInfo(
         name="datetime",
         pack="city",

@@ -6,9 +6,10 @@ import re
 from datetime import UTC
 from typing import Any
 
-from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentInfo, AgentResult
+from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentInfo, AgentResult, FirstUse
 from concerto.contracts.common import ErrorKind
-from concerto.packs.city.calls import call_tool, check_result
+from concerto.contracts.orchestrator import OrchestratorInput
+from concerto.packs.city.calls import call_tool, check_result, server_first_use
 from concerto.packs.city.models import MAX_ECHO_CHARS, EchoData, EchoResult
 from concerto.packs.city.temperature import AGENT_TIMEOUT_MS
 
@@ -65,6 +66,9 @@ class EchoAgent(Agent):
         default_timeout_ms=AGENT_TIMEOUT_MS,
         max_concurrency=2,
     )
+
+    def first_use(self, query: OrchestratorInput | None = None) -> FirstUse | None:
+        return server_first_use(self, "echo")
 
     def match_structured(self, text: str) -> dict[str, Any] | None:
         m = _STRUCTURED.match(text)

@@ -16,6 +16,7 @@ AGENT_TIMEOUT_MS = 7500
 class TemperatureAgent(CityAgent):
     """Asks the weather MCP server (`getTemperature`) for a US city's current temperature."""
 
+    server = "weather"
     info = AgentInfo(
         name="temperature",
         pack="city",

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from concerto.packs.city.models import WeatherResult
+from concerto.redact import mask_url
 
 if TYPE_CHECKING:
     import httpx
@@ -69,7 +70,8 @@ def describe(code: int) -> str:
 async def current_temperature(
     city: City, base_url: str, *, timeout_s: float = 4.0, client: httpx.AsyncClient | None = None
 ) -> WeatherResult:
-    """Ask the provider for the city's current temperature and weather code."""
+    """Ask the provider for the city's current temperature and weather code (errors name the
+    provider's URL without its password)."""
     import httpx
 
     url = base_url.rstrip("/") + FORECAST_PATH
@@ -85,12 +87,13 @@ async def current_temperature(
         response = await http.get(url, params=params, timeout=timeout_s)
     except httpx.TimeoutException:
         raise WeatherError(
-            f"The weather provider at {base_url} did not answer within {timeout_s:g} s. Try again in a moment.",
+            f"The weather provider at {mask_url(base_url)} did not answer within {timeout_s:g} s. "
+            "Try again in a moment.",
             code=504,
         ) from None
     except httpx.HTTPError as exc:
         raise WeatherError(
-            f"The weather provider at {base_url} cannot be reached ({type(exc).__name__}); "
+            f"The weather provider at {mask_url(base_url)} cannot be reached ({type(exc).__name__}); "
             "check the network connection or set CONCERTO_WEATHER_URL.",
             code=503,
         ) from None

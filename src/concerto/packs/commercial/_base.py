@@ -17,17 +17,18 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentResult, Unanswered
+from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentResult, FirstUse, Unanswered
 from concerto.contracts.common import ErrorKind
 from concerto.contracts.events import EventType
-from concerto.data.sources import source_failure, store_for
+from concerto.data.sources import named_source, source_failure, store_for
 from concerto.data.store import QueryFailed, SourceError
 from concerto.packs.commercial import columns as cols
-from concerto.packs.commercial.data import BRANDS, PANEL, load_commercial
+from concerto.packs.commercial.data import BRANDS, PANEL, first_use, load_commercial
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from concerto.contracts.orchestrator import OrchestratorInput
     from concerto.data.context import DataContext
     from concerto.data.store import Store
 
@@ -200,6 +201,15 @@ class CommercialAgent(Agent):
             entities={**({"brand": brand} if brand else {}), **answer.entities},
             unanswered=answer.unanswered,
         )
+
+    def first_use(self, query: OrchestratorInput | None = None) -> FirstUse | None:
+        """The built-in data set, loaded before the task when the question names no source."""
+        if not self.uses_data or named_source(query):
+            return None
+        try:
+            return first_use(store_for(self.settings, self.resources), self.default_source)
+        except (SourceError, QueryFailed):  # the database is down: the task says so
+            return None
 
     async def answer(self, work: Work) -> Answer:
         """The answer: `analyse` in a worker thread (the statistics are CPU work). An agent that

@@ -36,6 +36,7 @@ import numpy as np
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from concerto.agents.base import FirstUse
     from concerto.data.context import DataContext
     from concerto.data.store import Store
 
@@ -280,6 +281,19 @@ PROFILES: dict[str, dict[str, Any]] = {
 def truth(seed: int = SEED) -> Truth:
     """The facts planted in the built-in data set of `seed`."""
     return generate(seed).truth
+
+
+PREPARE_SECONDS = {PANEL: 3.0, SPEND: 1.0}  # generating and loading each on an idle 2-core machine
+
+
+def first_use(store: Store, name: str = PANEL) -> FirstUse | None:
+    """Loading the built-in source `name`, when it is not loaded yet (`Agent.first_use`)."""
+    from concerto.agents.base import FirstUse
+
+    if any(c.name == name for c in store.contexts()):
+        return None
+    title = "the commercial data set" if name == PANEL else "the commercial spend data set"
+    return FirstUse(f"commercial.{name}", title, PREPARE_SECONDS[name], lambda: load_commercial(store, name))
 
 
 def load_commercial(store: Store, name: str = PANEL) -> DataContext:

@@ -11,9 +11,19 @@ import asyncio
 import re
 from typing import Any
 
-from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentInfo, AgentResult, Holdings, Unanswered
+from concerto.agents.base import (
+    Agent,
+    AgentContext,
+    AgentFailure,
+    AgentInfo,
+    AgentResult,
+    FirstUse,
+    Holdings,
+    Unanswered,
+)
 from concerto.contracts.common import ErrorKind
 from concerto.contracts.events import EventType
+from concerto.contracts.orchestrator import OrchestratorInput
 from concerto.packs.kpi.asks import Analysis
 from concerto.packs.kpi.formats import EXAMPLES, KPIQuery, invalid_format, looks_structured
 from concerto.packs.kpi.interpret import (
@@ -25,6 +35,7 @@ from concerto.packs.kpi.interpret import (
     too_long,
     unknown_name,
 )
+from concerto.packs.kpi.months import Month
 
 NO_DATA = "No data found for specified period"
 
@@ -89,6 +100,16 @@ class KPIAgent(Agent):
         ],
         default_timeout_ms=30000,
     )
+
+    def first_use(self, query: OrchestratorInput | None = None) -> FirstUse | None:
+        """The demo records, loaded before the task into an empty embedded store (one that
+        holds data has written its names file; a ChromaDB server's data is the user's)."""
+        from concerto.packs.kpi.held import names_file
+        from concerto.packs.kpi.settings import KPISettings
+
+        if KPISettings.of(self.settings).chroma_url or names_file(self.settings.data_dir).exists():
+            return None
+        return FirstUse("kpi.demo", "the KPI demo records", 2.0, lambda: _store(self))
 
     def holdings(self) -> Holdings | None:
         """The KPI and department names the store holds (read from a small file, not ChromaDB)."""
@@ -209,12 +230,12 @@ class KPIAgent(Agent):
             base["interpretation"] = how
         if not records:
             span = store.span(query.kpi, query.department)
-            hint = f"Data exists from {span[0]} to {span[1]}." if span else None
             raise AgentFailure(
-                NO_DATA,
+                _no_data([query], {(query.kpi, query.department): span}, how),
                 error_type="no_data",
                 kind=ErrorKind.NOT_FOUND,
-                suggestion=hint,
+                suggestion=f"Data exists from {span[0]} to {span[1]}." if span else _ASK_HELD,
+                details=_held_details({(query.kpi, query.department): span}),
                 output=base | {"records": []},
             )
         stats = statistics(records) if query.is_range else None
@@ -229,12 +250,17 @@ class KPIAgent(Agent):
                 [series], {(query.kpi, query.department): store.span(query.kpi, query.department)}
             )
         summary = summarize(query.kpi, query.department, first, last, records, stats)
+        findings = [summary]
+        note = _assumed(how, first)
+        if note:
+            summary = f"{note} {summary}"
+            findings.insert(0, note)
         follow = [f"{query.department} {query.kpi.replace('-', ' ')} previous 12 months"]
         entities = {"kpi": query.kpi, "department": query.department, "structured_query": query.to_text()}
         return AgentResult(
             output=out,
             summary=summary,
-            key_findings=[summary],
+            key_findings=findings,
             follow_up_questions=follow,
             entities=entities,
             unanswered=unanswered,
@@ -256,11 +282,14 @@ class KPIAgent(Agent):
         series = [Series(q, records) for q, records in zip(queries, found, strict=True)]
         texts = [q.to_text() for q in queries]
         if not any(s.records for s in series):
+            named = list(dict.fromkeys((q.kpi, q.department) for q in queries))[:_HELD_SHOWN]
+            spans = {key: store.span(*key) for key in named}
             raise AgentFailure(
-                NO_DATA,
+                _no_data(queries, spans, how),
                 error_type="no_data",
                 kind=ErrorKind.NOT_FOUND,
-                suggestion="Ask for a period the store holds; `concerto kpi names` lists the series.",
+                suggestion=_ASK_HELD,
+                details=_held_details(spans),
                 output={"structured_queries": texts, "records": []},
             )
         keys = {(q.kpi, q.department) for q in queries}
@@ -270,6 +299,10 @@ class KPIAgent(Agent):
             if any(s.missing() for s in series if (s.query.kpi, s.query.department) == key)
         }
         combined = combine(series, analysis)
+        note = _assumed(how, queries[0].first_month)
+        if note:
+            combined.summary = f"{note} {combined.summary}"
+            combined.findings.insert(0, note)
         out: dict[str, Any] = {
             "structured_queries": texts,
             "structured_query": texts[0],
@@ -294,6 +327,47 @@ class KPIAgent(Agent):
             entities=entities,
             unanswered=unanswered + gaps(series, spans),
         )
+
+
+_ASK_HELD = "Ask for a period the store holds; `concerto kpi names` lists the KPIs and departments."
+_HELD_SHOWN = 5  # series whose held months a no-data error names (each is one store read)
+
+
+def _assumed(how: dict[str, Any] | None, month: Month) -> str | None:
+    """The words that say the period was not given but assumed (000's default: last month)."""
+    if how and how.get("period_assumed"):
+        return f"No period was named, so this is last month, {month.name}."
+    return None
+
+
+def _no_data(
+    queries: list[KPIQuery], spans: dict[tuple[str, str], tuple[Month, Month] | None], how: dict[str, Any] | None
+) -> str:
+    """000's "No data found for specified period", naming the period asked and what the store holds."""
+    from concerto.packs.kpi.analysis import label
+    from concerto.packs.kpi.months import period_phrase
+
+    asked = list(dict.fromkeys(period_phrase(q.first_month, q.last_month) for q in queries))
+    series = list(dict.fromkeys(label(q.kpi, q.department).lower() for q in queries))
+    more = len(series) - _HELD_SHOWN
+    shown = ", ".join(series[:_HELD_SHOWN]) + (f" and {more} more" if more > 0 else "")
+    text = f"{NO_DATA}: {shown} {' and '.join(asked)}"
+    if how and how.get("period_assumed"):
+        text += " (no period was named, so last month was asked)"
+    held = [
+        f"{label(k, d).lower()} from {span[0].name} to {span[1].name}" if span else f"no {label(k, d).lower()} records"
+        for (k, d), span in spans.items()
+    ]
+    return f"{text}. The store holds {'; '.join(held)}." if held else f"{text}."
+
+
+def _held_details(spans: dict[tuple[str, str], tuple[Month, Month] | None]) -> dict[str, Any]:
+    return {
+        "held": [
+            {"kpi": k, "department": d, "first": str(span[0]) if span else None, "last": str(span[1]) if span else None}
+            for (k, d), span in spans.items()
+        ]
+    }
 
 
 def _payload(asked: Request) -> dict[str, Any]:

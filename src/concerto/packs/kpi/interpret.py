@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 from concerto.agents.base import AgentFailure, Unanswered
 from concerto.contracts.common import ErrorKind
+from concerto.nlp.periods import unread
 from concerto.packs.kpi.asks import Analysis, read_analysis
 from concerto.packs.kpi.dates import Period, PeriodError, find_period, find_periods
-from concerto.packs.kpi.formats import NAME, KPIQuery, invalid_date
+from concerto.packs.kpi.formats import NAME, KPIQuery
 from concerto.packs.kpi.matching import (
     NameMatch,
     closest,
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from concerto.packs.kpi.catalog import Catalog
 
 MAX_REQUEST_CHARS = 1000
+ASSUMED = "last month (assumed)"
 MAX_SERIES = 200
 # The spec lets the agent read `last|previous N months` itself: `kpi-… department-… last 3 months`.
 _PARTIAL = re.compile(rf"^\s*kpi-(?P<kpi>{NAME})\s+department-(?P<department>{NAME})\s+(?P<rest>.{{1,100}}?)\s*$")
@@ -61,6 +63,27 @@ def unknown_name(kind: str, written: str, suggestions: list[str], known: list[st
     )
 
 
+READABLE = (
+    "Name a month ('March 2025', '2025-03'), a range ('from February to May 2025'), a quarter or half "
+    "('Q1 2025', 'H2 2024'), a year ('in 2024') or a period relative to today ('last month', "
+    "'previous 4 months', 'this year', 'next quarter')."
+)
+
+
+def invalid_period(phrase: str, reason: str) -> AgentFailure:
+    """A period the calendar does not have ("Q5 2025", "February 30 2025") or that no rule reads.
+
+    The spec's "structured error message" when date parsing fails; never another period.
+    """
+    return AgentFailure(
+        f"'{phrase}' is not a period the KPI agent can answer for: {reason}.",
+        error_type="invalid_date",
+        kind=ErrorKind.VALIDATION,
+        suggestion=READABLE,
+        details={"period": phrase, "reason": reason},
+    )
+
+
 def period_query(kpi: str, department: str, period: Period) -> KPIQuery:
     """Single month → format 1; last/previous N months → format 3; other ranges → format 2."""
     if period.single:
@@ -86,7 +109,7 @@ def partial_format(text: str, today: date) -> KPIQuery | None:
     try:
         period = find_period(m["rest"], today)
     except PeriodError as exc:
-        raise invalid_date("period", exc.phrase, exc.reason) from None
+        raise invalid_period(exc.phrase, exc.reason) from None
     if period is None or period.phrase != m["rest"].strip():
         return None
     return period_query(m["kpi"], m["department"], period)
@@ -126,11 +149,11 @@ def read_request(request: str, today: date, catalog: Catalog, embedder: Embedder
     try:
         periods = find_periods(text, today)
     except PeriodError as exc:
-        raise invalid_date("period", exc.phrase, exc.reason) from None
+        raise invalid_period(exc.phrase, exc.reason) from None
     assumed = not periods
-    if not periods:  # no period named: the spec's default unit is the last month
+    if not periods:  # no period named: the spec's default unit is the last month (the answer says so)
         month = Month.of(today).shift(-1)
-        periods = [Period(month, month, phrase="last month (assumed)")]
+        periods = [Period(month, month, phrase=ASSUMED)]
     taken = [p.span for p in periods if p.span != (0, 0)]
     kpis = match_all(text, catalog, embedder, "kpi", taken, semantic=False)
     departments = match_all(text, catalog, embedder, "department", taken, semantic=False)
@@ -155,6 +178,9 @@ def read_request(request: str, today: date, catalog: Catalog, embedder: Embedder
     analysis = reading.analysis
     if analysis.kind == "series" and len(queries) > 1:
         analysis = analysis.model_copy(update={"kind": "compare"})
+    left = unread(text, taken + [m.span for m in kpis + departments])
+    if left is not None and assumed:  # a time word no rule reads: never answer another period instead
+        raise invalid_period(left, "it names no month, quarter, half or year the agent reads")
     unanswered = [
         Unanswered(
             part=f"'{word}'",
@@ -166,6 +192,17 @@ def read_request(request: str, today: date, catalog: Catalog, embedder: Embedder
         )
         for word, kind in unknown_beside_names(text, kpis + departments, taken)
     ]
+    if left is not None:
+        unanswered.append(
+            Unanswered(
+                part=f"'{left}'",
+                reason="not read as a period, so the answer covers only "
+                + " and ".join(f"'{p.phrase}'" for p in periods),
+                error_type="invalid_date",
+                kind=ErrorKind.VALIDATION,
+                suggestion=READABLE,
+            )
+        )
     how: dict[str, Any] = {
         "period": periods[0].phrase if len(periods) == 1 else [p.phrase for p in periods],
         "period_assumed": assumed,

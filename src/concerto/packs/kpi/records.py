@@ -1,6 +1,7 @@
 """KPI records and the CSV they are loaded from, validated before anything is written.
 
-CSV columns (header required, any order): kpi, department, month, value, unit, notes.
+CSV columns (header required, any order, any case, each named once): kpi, department,
+month, value, unit, notes; other columns are not read.
 `month` is YYYY-MM or YYYY-MM-DD (the day is ignored); `notes` may be empty.
 
 A file is read as a stream (`CSVFile.scan`): rows are checked one by one, keeping only
@@ -327,32 +328,35 @@ class CSVFile:
         total = count = 0
         try:
             with open(self.path, newline="", encoding=self.encoding) as handle:
-                reader = csv.reader(handle)
+                # strict: a quote that is never closed, or text after a closing quote, is an
+                # error rather than a field that silently swallows the rows after it
+                reader = csv.reader(handle, strict=True)
                 try:
                     header = [h.strip() for h in next(reader, [])]
                     if header:  # a byte-order mark left by an encoding that keeps it ("utf-8")
                         header[0] = header[0].lstrip("\ufeff").strip()
                 except csv.Error as exc:
-                    raise CSVError(path, [(1, f"the header is not valid CSV: {exc}")], 1) from None
-                missing = [c for c in REQUIRED if c not in header]
-                if missing:
-                    message = f"missing column(s): {', '.join(missing)}; expected {', '.join(COLUMNS)}"
-                    if any("\x00" in h for h in header):
-                        message += " (the header holds NUL characters: is the file UTF-16? name its encoding)"
-                    raise CSVError(path, [(1, message)], 1)
-                has_notes = "notes" in header
-                fields = itemgetter(*(header.index(c) for c in REQUIRED), header.index("notes") if has_notes else 0)
+                    raise CSVError(
+                        path, [(1, f"the header is not valid CSV: {_quote_problem(1, reader.line_num, exc)}")], 1
+                    ) from None
+                _check_header(path, header)
+                named = [h.lower() for h in header]  # "Notes" is the notes column, not an extra one
+                has_notes = "notes" in named
+                fields = itemgetter(*(named.index(c) for c in REQUIRED), named.index("notes") if has_notes else 0)
                 width = len(header)
                 row_of = check.row
+                ended = reader.line_num  # the last line of the previous row: a row starts after it
                 while True:  # restarted after a row the csv module cannot parse
                     try:
                         for row in reader:
-                            line = reader.line_num
+                            line, ended = ended + 1, reader.line_num
                             try:
                                 if len(row) != width:
                                     if not row:
                                         continue  # a blank line
                                     raise ValueError(f"expected {width} fields, found {len(row)}")
+                                if ended > line:
+                                    _check_spanning(row, ended, width)
                                 kpi, dept, month, value, unit, notes = fields(row)
                                 valid = row_of(line, kpi, dept, month, value, unit, notes if has_notes else "")
                             except ValueError as exc:
@@ -366,12 +370,58 @@ class CSVFile:
                     except csv.Error as exc:
                         total += 1
                         if len(errors) < MAX_ERRORS:
-                            errors.append((reader.line_num, f"not valid CSV: {exc}"))
+                            errors.append((ended + 1, _quote_problem(ended + 1, reader.line_num, exc)))
+                        ended = reader.line_num
         except UnicodeDecodeError:
             raise decode_errors(self.path, self.encoding) from None
         if total:
             raise CSVError(path, errors, total)
         self.summary = CSVSummary(count, {k: check.units[k] for k in check.kpis}, check.departments)
+
+
+def _check_header(path: str, header: list[str]) -> None:
+    """The required columns (in any case), each named once: a repeated name would leave one
+    of them unread."""
+    missing = [c for c in REQUIRED if c not in {h.lower() for h in header}]
+    if missing:
+        message = f"missing column(s): {', '.join(missing)}; expected {', '.join(COLUMNS)}"
+        if any("\x00" in h for h in header):
+            message += " (the header holds NUL characters: is the file UTF-16? name its encoding)"
+        raise CSVError(path, [(1, message)], 1)
+    positions: dict[str, list[int]] = {}
+    for number, name in enumerate(header, start=1):
+        if name:
+            positions.setdefault(name.lower(), []).append(number)
+    repeated = [
+        f"'{header[numbers[0] - 1]}' (columns {', '.join(map(str, numbers))})"
+        for numbers in positions.values()
+        if len(numbers) > 1
+    ]
+    if repeated:
+        message = f"the header names {', '.join(repeated)} more than once; name each column once"
+        raise CSVError(path, [(1, message)], len(repeated), problem="repeated column name(s)")
+
+
+def _quote_problem(start: int, end: int, exc: csv.Error) -> str:
+    """What the csv module's error means for a row from line `start` to line `end`."""
+    if "unexpected end of data" in str(exc):
+        return f"a quoted field opened on line {start} is never closed (the file ends inside it, at line {end})"
+    if end > start:
+        return f"a quoted field opened on line {start} does not end where it should (line {end}: {exc})"
+    return f"not valid CSV: {exc}"
+
+
+def _check_spanning(row: list[str], end: int, width: int) -> None:
+    """A row over several lines is a quoted field with line breaks: fine for notes, but not when
+    the lines inside it look like records (a missing closing quote that a later quote closed)."""
+    swallowed = sum(
+        1 for value in row if "\n" in value for text in value.splitlines()[1:] if text.count(",") >= width - 1
+    )
+    if swallowed:
+        raise ValueError(
+            f"a quoted field opened on this line runs to line {end} and holds {swallowed} line(s) that look "
+            "like records: is a closing quote missing?"
+        )
 
 
 def read_csv(

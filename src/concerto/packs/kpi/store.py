@@ -45,6 +45,7 @@ from concerto.packs.kpi.settings import KPISettings
 
 if TYPE_CHECKING:
     from concerto.nlp.embeddings import Embedder
+    from concerto.packs.kpi.held import Stamp
     from concerto.settings import Settings
 
 BLOCKS = "kpi_records"
@@ -78,14 +79,19 @@ class KPIStore:
         self._blocks: Any = None
         self._catalog_col: Any = None
         self._catalog: Catalog | None = None
+        self._catalog_stamp: Stamp | None = None  # the names file's version the catalog was read at
+        self._vectors: dict[str, Any] = {}  # catalog entry id -> its vector, kept across re-reads
         self._has_data = False
 
     # -- connection -------------------------------------------------------------------
 
     @property
     def location(self) -> str:
-        """Where the records live: the server URL or the embedded directory."""
-        return self.chroma_url or str(Path(self.settings.data_dir) / "chroma")
+        """Where the records live, for messages: the server URL (without its password) or the
+        embedded directory."""
+        from concerto.redact import mask_url
+
+        return mask_url(self.chroma_url) if self.chroma_url else str(Path(self.settings.data_dir) / "chroma")
 
     def _open(self) -> None:
         if self._blocks is not None:
@@ -126,6 +132,7 @@ class KPIStore:
         """Drop the client; ChromaDB's embedded system is released with it."""
         with self._lock:
             self._client = self._blocks = self._catalog_col = self._catalog = None
+            self._vectors = {}
 
     # -- writing ----------------------------------------------------------------------
 
@@ -333,13 +340,51 @@ class KPIStore:
     # -- reading ----------------------------------------------------------------------
 
     def catalog(self) -> Catalog:
-        """Every KPI and department name the store holds (cached until the next write)."""
+        """Every KPI and department name the store holds.
+
+        Kept until the names file (`held.py`) changes: every process that adds names
+        replaces that file after writing them, so a long-running server sees the KPIs a
+        `concerto kpi load` in another process added, at the cost of one `stat` per call.
+        """
+        from concerto.packs.kpi.held import stamp
+
         with self._lock:
-            if self._catalog is None:
+            now = stamp(Path(self.settings.data_dir))  # before reading: a later write changes it again
+            if self._catalog is None or now != self._catalog_stamp:
                 self._open()
-                got = self._catalog_col.get(include=["embeddings", "metadatas", "documents"])
-                self._catalog = Catalog.from_entries(got, self.embedder.dimension)
+                self._catalog = self._read_catalog()
+                self._catalog_stamp = now
             return self._catalog
+
+    def _read_catalog(self) -> Catalog:
+        """The catalog collection as a `Catalog`, with a vector for every entry.
+
+        Vectors come from ChromaDB for the entries this client can see; the embedded client
+        keeps its vector index in memory, so entries another process wrote since it opened
+        (readable as metadata and documents) have none here: those are embedded from their
+        documents, as the writer did. Vectors already read are kept across re-reads.
+        """
+        import numpy as np
+        from chromadb.errors import ChromaError
+
+        got = self._catalog_col.get(include=["metadatas", "documents"])
+        ids, docs = got["ids"], got["documents"] or []
+        missing = [i for i in ids if i not in self._vectors]
+        if missing:
+            try:
+                stored = self._catalog_col.get(ids=missing, include=["embeddings"])
+                self._vectors.update(zip(stored["ids"], stored["embeddings"], strict=True))
+            except ChromaError:  # "Error finding id": entries another process added
+                pass
+        text = dict(zip(ids, docs, strict=True))
+        fresh = [i for i in ids if i not in self._vectors]
+        for start in range(0, len(fresh), 64):
+            chunk = fresh[start : start + 64]
+            self._vectors.update(zip(chunk, self.embedder.embed([text[i] for i in chunk]), strict=True))
+        vectors = np.asarray([self._vectors[i] for i in ids], dtype=np.float32)
+        return Catalog.from_entries(
+            {"metadatas": got["metadatas"], "documents": docs, "embeddings": vectors}, self.embedder.dimension
+        )
 
     @staticmethod
     def where(kpi: str, department: str, first: Month, last: Month) -> dict[str, Any]:

@@ -18,6 +18,7 @@ import httpx
 
 from concerto.packs.metrics.models import MetricsQueryFailure
 from concerto.packs.metrics.settings import MetricsSettings
+from concerto.redact import mask_url, scrub
 
 if TYPE_CHECKING:
     from concerto.resources import Resources
@@ -69,8 +70,10 @@ class PrometheusBackend:
     _labels: dict[str, tuple[float, list[str]]] = field(default_factory=dict)
 
     async def _get(self, path: str, params: dict[str, Any] | None = None) -> Any:
-        """GET `path` and return the `data` of a successful Prometheus response."""
+        """GET `path` and return the `data` of a successful Prometheus response. Errors name
+        the URL without its password (`shown`)."""
         url = f"{self.base_url}{path}"
+        shown = mask_url(url)
         where = "Grafana" if self.source == "grafana" else "Prometheus"
         try:
             resp = await self.client.get(url, params=params, headers=self.headers, timeout=self.timeout_s)
@@ -79,17 +82,17 @@ class PrometheusBackend:
                 "grafana_unavailable",
                 f"{where} did not answer within {self.timeout_s:g} s.",
                 suggestion="Try again, ask for a shorter time range, or raise CONCERTO_METRICS_TIMEOUT_S.",
-                details={"url": url, "exception": repr(exc)},
+                details={"url": shown, "exception": scrub(repr(exc))},
             ) from exc
         except httpx.HTTPError as exc:
             raise MetricsQueryFailure(
                 "grafana_unavailable",
-                f"{where} at {self.base_url} cannot be reached.",
+                f"{where} at {mask_url(self.base_url)} cannot be reached.",
                 suggestion=f"Check that {where} is running and that CONCERTO_"
                 f"{'GRAFANA' if self.source == 'grafana' else 'PROMETHEUS'}_URL points to it.",
-                details={"url": url, "exception": repr(exc)},
+                details={"url": shown, "exception": scrub(repr(exc))},
             ) from exc
-        return _unwrap(resp, where, url)
+        return _unwrap(resp, where, shown)
 
     async def catalog(self) -> dict[str, MetricInfo]:
         """Metric names with type and help text, cached for `cache_ttl_s`."""
@@ -208,12 +211,13 @@ class PrometheusBackend:
 
 
 def _unwrap(resp: httpx.Response, where: str, url: str) -> Any:
-    """Turn a Prometheus JSON envelope into its data, or the spec's error type."""
+    """Turn a Prometheus JSON envelope into its data, or the spec's error type (`url` as shown
+    in errors: masked)."""
     try:
         body = resp.json()
     except ValueError:
         body = None
-    details = {"url": url, "status": resp.status_code, "body": resp.text[:500]}
+    details = {"url": url, "status": resp.status_code, "body": scrub(resp.text[:500])}
     if isinstance(body, dict) and body.get("status") == "success":
         return body.get("data")
     if resp.status_code in (400, 422) and isinstance(body, dict):
@@ -290,7 +294,7 @@ async def get_backend(settings: Settings, resources: Resources) -> PrometheusBac
         "grafana_unavailable",
         NO_BACKEND_MESSAGE,
         suggestion="Set CONCERTO_PROMETHEUS_URL to your Prometheus base URL and ask again.",
-        details={"prometheus_url": None, "grafana_url": metrics.grafana_url},
+        details={"prometheus_url": None, "grafana_url": mask_url(metrics.grafana_url or "") or None},
     )
 
 
@@ -299,21 +303,22 @@ async def _grafana_datasource_uid(
 ) -> str:
     """The UID of Grafana's Prometheus data source (the default one when there are several)."""
     url = f"{base}/api/datasources"
+    shown = mask_url(url)
     try:
         resp = await client.get(url, headers=headers, timeout=timeout_s)
     except httpx.HTTPError as exc:
         raise MetricsQueryFailure(
             "grafana_unavailable",
-            f"Grafana at {base} cannot be reached.",
+            f"Grafana at {mask_url(base)} cannot be reached.",
             suggestion="Check that Grafana is running and CONCERTO_GRAFANA_URL points to it.",
-            details={"url": url, "exception": repr(exc)},
+            details={"url": shown, "exception": scrub(repr(exc))},
         ) from exc
     if resp.status_code != 200:
         raise MetricsQueryFailure(
             "grafana_unavailable",
             f"Grafana refused to list data sources (HTTP {resp.status_code}).",
             suggestion="Check CONCERTO_GRAFANA_TOKEN, or set CONCERTO_GRAFANA_DATASOURCE_UID.",
-            details={"url": url, "status": resp.status_code, "body": resp.text[:500]},
+            details={"url": shown, "status": resp.status_code, "body": scrub(resp.text[:500])},
         )
     sources = [s for s in resp.json() if s.get("type") == "prometheus"]
     if not sources:
@@ -321,7 +326,7 @@ async def _grafana_datasource_uid(
             "grafana_unavailable",
             "Grafana has no Prometheus data source.",
             suggestion="Add one in Grafana, or set CONCERTO_PROMETHEUS_URL to query Prometheus directly.",
-            details={"url": url},
+            details={"url": shown},
         )
     sources.sort(key=lambda s: not s.get("isDefault", False))
     return str(sources[0]["uid"])

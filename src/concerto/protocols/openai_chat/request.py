@@ -16,7 +16,7 @@ from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.routing import APIRoute
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
 from starlette.exceptions import HTTPException
 
 from concerto.contracts.orchestrator import (
@@ -25,6 +25,7 @@ from concerto.contracts.orchestrator import (
     OrchestratorErrorResponse,
     OrchestratorInput,
     OrchestratorOutput,
+    unencodable,
 )
 from concerto.server.app import Now
 
@@ -104,7 +105,10 @@ class OpenAIRoute(APIRoute):
                 return _invalid(exc.errors()).response()
             except HTTPException as exc:  # FastAPI's "error parsing the body", a body over a size limit
                 message = _NOT_JSON if exc.status_code == 400 else str(exc.detail)
-                return Refusal(exc.status_code, message).response()
+                response = Refusal(exc.status_code, message).response()
+                if exc.status_code == 413:  # the rest of the body is not read: the connection cannot be kept
+                    response.headers["Connection"] = "close"
+                return response
             except Exception as exc:
                 log.exception("%s %s failed", request.method, request.url.path)
                 message = f"Internal error in the OpenAI-compatible endpoint: {type(exc).__name__}"
@@ -242,6 +246,21 @@ class ChatCompletionRequest(BaseModel):
     )
     concerto: ConcertoOptions | None = None
 
+    @field_validator("*", mode="before")
+    @classmethod
+    def _encodable(cls, value: Any) -> Any:
+        """Text UTF-8 can encode, as the input contract requires (a lone surrogate is refused)."""
+        if problem := unencodable(value):
+            raise ValueError(f"{problem}; send text that is valid Unicode")
+        return value
+
+    @model_validator(mode="after")
+    def _encodable_extra(self) -> ChatCompletionRequest:
+        """The same of the fields Concerto does not read (`user`, `tools` ...)."""
+        if problem := unencodable(self.model_extra or {}):
+            raise ValueError(f"{problem}; send text that is valid Unicode")
+        return self
+
 
 @dataclass(frozen=True)
 class Question:
@@ -356,7 +375,7 @@ def _invalid(errors: Sequence[Mapping[str, Any]], prefix: tuple[str, ...] = ()) 
         message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
         if inside:  # the members of `content`'s union, each refused on its own terms
             message = 'give text, or a list of content parts such as {"type": "text", "text": "..."}'
-        elif param is None:
+        elif param is None and kind != "value_error":  # a check of the whole body says what it found
             message = "the body must be a JSON object" if kind != "missing" else "the body is missing"
         parts[param] = f"{param or 'body'}: {message}"
     if not parts:

@@ -1,0 +1,205 @@
+"""First use: the slow one-time work agents declare (`Agent.first_use`), done outside timeouts.
+
+On a fresh data directory the demo table must be generated, loaded and its descriptions
+embedded before an analytics agent can answer; done inside the agent's task, that work
+counted against the task's timeout (20 s), and on a busy 2-core machine it did not fit.
+The orchestrator asks the agents of a plan what they still need before dispatching it, and
+runs that work here, once per key however many questions wait for it, with an event and a
+line for the user ("Preparing the demo table (first use, about 6 s)…"). `concerto serve`
+does every agent's `lasting` work (what stays in the data dir) at start-up, and `/ready` says
+what is still being prepared.
+
+Synchronous work runs in a daemon thread of its own, not the loop's executor: a server asked
+to stop does not wait for a half-done load (the agents would do it again when asked). A
+coroutine (opening a session that belongs to the loop) runs as a task on the loop, cancelled
+when the orchestrator closes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import inspect
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, TypeAlias
+
+from concerto.contracts.events import EventType
+
+if TYPE_CHECKING:
+    from concerto.agents.base import Agent, FirstUse
+    from concerto.contracts.orchestrator import OrchestratorInput
+    from concerto.orchestrator.events import EventStream
+
+log = logging.getLogger(__name__)
+
+Notify = Callable[[str], None]
+Running: TypeAlias = "concurrent.futures.Future[float] | asyncio.Future[float]"
+NOTICE_S = 2  # a preparation expected to take less is not announced on stderr (the events still say it)
+
+
+def about(seconds: float, load_per_core: float | None = None) -> int:
+    """`seconds` on an idle machine, stretched by how busy the cores are (the load average per
+    core: with two busy processes on two cores, a third gets two thirds of a core)."""
+    if load_per_core is None:
+        try:
+            load_per_core = os.getloadavg()[0] / (os.cpu_count() or 1)
+        except OSError:  # not on every platform
+            load_per_core = 0.0
+    return max(1, round(seconds * max(1.0, load_per_core)))
+
+
+class FirstUseWork:
+    """The preparations of one orchestrator: which run, which are done, which failed."""
+
+    def __init__(self, notify: Notify | None = None) -> None:
+        self.notify = notify  # the CLI prints progress lines on stderr; a server logs them
+        self._running: dict[str, tuple[FirstUse, Running]] = {}
+        self._done: dict[str, float] = {}  # key -> seconds it took
+        self._failed: dict[str, str] = {}  # title -> why (tried again when an agent next needs it)
+        self._lock = threading.Lock()
+
+    def needed(
+        self, agents: Iterable[Agent], query: OrchestratorInput | None = None, *, lasting: bool = False
+    ) -> list[FirstUse]:
+        """What `agents` still need for `query`, one per key, in order (none once done here);
+        only the `lasting` work when `lasting`."""
+        found: dict[str, FirstUse] = {}
+        for agent in agents:
+            try:
+                work = agent.first_use(query)
+            except Exception as exc:  # a broken check: the agent does the work itself when asked
+                log.warning("first use of %s could not be checked: %s: %s", agent.info.name, type(exc).__name__, exc)
+                continue
+            if work is not None and work.key not in self._done and (work.lasting or not lasting):
+                found.setdefault(work.key, work)
+        return list(found.values())
+
+    async def prepare(
+        self,
+        agents: Iterable[Agent],
+        query: OrchestratorInput | None = None,
+        events: EventStream | None = None,
+        *,
+        lasting: bool = False,
+    ) -> None:
+        """Do what `agents` need before they answer `query`, one preparation after another (two
+        loads at once would share the cores and a DuckDB file); waiting here is outside every
+        task's timeout. A failure is logged and reported as an event: the agent then meets
+        the same problem itself and says so in its answer."""
+        for work in self.needed(agents, query, lasting=lasting):
+            started = time.perf_counter()
+            future, fresh = self._start(work)
+            line = f"Preparing {work.title} (first use, about {about(work.seconds)} s)…"
+            if events is not None:
+                events.emit(EventType.ACTION, line, details={"first_use": work.key})
+            announced = fresh and about(work.seconds) >= NOTICE_S  # the one who started it says so
+            if announced:
+                self._say(line)
+            try:
+                took = await asyncio.shield(
+                    future if isinstance(future, asyncio.Future) else asyncio.wrap_future(future)
+                )
+            except Exception as exc:
+                problem = f"Could not prepare {work.title}: {type(exc).__name__}: {exc}"
+                if events is not None:
+                    events.emit(EventType.ERROR, problem, details={"first_use": work.key})
+                if fresh:
+                    self._say(problem)
+                continue
+            if events is not None:
+                done = f"Prepared {work.title} in {time.perf_counter() - started:.1f} s"
+                events.emit(EventType.ACTION, done, details={"first_use": work.key})
+            if announced:
+                self._say(f"Prepared {work.title} in {took:.1f} s.")
+
+    async def aclose(self) -> None:
+        """Stop the preparations running on the loop (sessions being opened) before the
+        orchestrator closes what they open; those in threads finish or die with the process."""
+        with self._lock:
+            tasks = [f for _, f in self._running.values() if isinstance(f, asyncio.Future)]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    def status(self) -> tuple[list[str], dict[str, str]]:
+        """(titles being prepared now, title -> why it failed)."""
+        with self._lock:
+            return [work.title for work, _ in self._running.values()], dict(self._failed)
+
+    def readiness(self, startup: asyncio.Task[None] | None = None) -> tuple[bool, str | None]:
+        """(ready, why not or what to know) for `/ready`, given the server's start-up preparation:
+        not ready while it runs; ready after, even when something failed (the questions that
+        need it try again, and the rest are answered)."""
+        running, failed = self.status()
+        if running:
+            return False, f"preparing {', '.join(running)} (first use)"
+        if startup is not None and not startup.done():
+            return False, "about to prepare the agents' first-use data (demo tables)"
+        if failed:
+            problems = "; ".join(f"could not prepare {title}: {why}" for title, why in failed.items())
+            return True, f"{problems} (the first question that needs it tries again)"
+        return True, None
+
+    def _start(self, work: FirstUse) -> tuple[Running, bool]:
+        """The running preparation of `work.key`, started now if there is none (then True)."""
+        with self._lock:
+            running = self._running.get(work.key)
+            if running is not None:
+                return running[1], False
+            if inspect.iscoroutinefunction(work.run):  # bound to this loop (e.g. a session it opens)
+                task = asyncio.ensure_future(self._run_async(work))
+                task.add_done_callback(lambda t: t.cancelled() or t.exception())  # read even if no one waits
+                self._running[work.key] = (work, task)
+                return task, True
+            future: concurrent.futures.Future[float] = concurrent.futures.Future()
+            self._running[work.key] = (work, future)
+        threading.Thread(target=self._run, args=(work, future), name=f"first-use {work.key}", daemon=True).start()
+        return future, True
+
+    def _run(self, work: FirstUse, future: concurrent.futures.Future[float]) -> None:
+        future.set_running_or_notify_cancel()
+        started = time.perf_counter()
+        try:
+            work.run()
+        except BaseException as exc:
+            self._finished(work, exc)
+            future.set_exception(exc)
+            return
+        took = time.perf_counter() - started
+        self._finished(work, None, took)
+        future.set_result(took)
+
+    async def _run_async(self, work: FirstUse) -> float:
+        started = time.perf_counter()
+        try:
+            await work.run()  # type: ignore[misc]
+        except asyncio.CancelledError:  # the orchestrator is closing: not a failure
+            with self._lock:
+                self._running.pop(work.key, None)
+            raise
+        except BaseException as exc:
+            self._finished(work, exc)
+            raise
+        took = time.perf_counter() - started
+        self._finished(work, None, took)
+        return took
+
+    def _finished(self, work: FirstUse, failure: BaseException | None, took: float = 0.0) -> None:
+        with self._lock:
+            self._running.pop(work.key, None)
+            if failure is None:
+                self._failed.pop(work.title, None)
+                self._done[work.key] = took
+            else:
+                self._failed[work.title] = f"{type(failure).__name__}: {failure}"
+        if failure is not None:
+            log.warning("preparing %s failed: %s: %s", work.title, type(failure).__name__, failure)
+
+    def _say(self, line: str) -> None:
+        log.info("%s", line)
+        if self.notify is not None:
+            self.notify(line)

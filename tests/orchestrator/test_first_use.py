@@ -1,0 +1,194 @@
+"""First use (`Agent.first_use`): slow one-time work runs before the plan, outside every task's
+timeout, once however many questions wait for it, with progress as events and lines."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentInfo, AgentResult, FirstUse
+from concerto.contracts.events import EventType
+from concerto.contracts.orchestrator import OrchestratorErrorResponse, OrchestratorInput, OrchestratorOutput
+from concerto.orchestrator.engine import Orchestrator
+from concerto.orchestrator.events import EventStream
+from concerto.orchestrator.first_use import FirstUseWork, about
+
+PREPARE_S = 0.8
+ESTIMATE_S = 3.0  # what the agent declares: long enough to be announced on stderr (NOTICE_S)
+
+
+class Demo:
+    """Data an agent loads on first use, like the demo table: slow, idempotent, thread-safe."""
+
+    def __init__(self, fail: int = 0) -> None:
+        self.loaded = False
+        self.runs = 0
+        self.fail = fail  # fail this many times first
+        self.lock = threading.Lock()
+
+    def load(self) -> None:
+        with self.lock:
+            if self.loaded:
+                return
+            self.runs += 1
+            time.sleep(PREPARE_S)
+            if self.fail:
+                self.fail -= 1
+                raise OSError("disk full")
+            self.loaded = True
+
+
+def demo_agent(name: str, demo: Demo, timeout_ms: int = 300) -> type[Agent]:
+    """An agent that answers in a moment once its data is loaded, and loads it itself when
+    asked first (as the analytics agents do): within its timeout only if prepared before."""
+
+    class DemoAgent(Agent):
+        info: ClassVar[AgentInfo] = AgentInfo(
+            name=name, description=f"{name} answers about the demo data", default_timeout_ms=timeout_ms
+        )
+
+        def first_use(self, query: OrchestratorInput | None = None) -> FirstUse | None:
+            if demo.loaded or (query is not None and query.source):
+                return None
+            return FirstUse("test.demo", "the test data", ESTIMATE_S, demo.load)
+
+        async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
+            try:
+                await asyncio.to_thread(demo.load)
+            except OSError as exc:
+                raise AgentFailure(f"cannot load the test data: {exc}") from None
+            return AgentResult(summary=f"{name} read the data")
+
+    return DemoAgent
+
+
+async def _ask(orch: Orchestrator, question: str = "q", **fields: Any) -> tuple[Any, list[Any]]:
+    events = EventStream("", 1000)
+    result = await orch.ask({"query": question, **fields}, events=events, agent="reader")
+    return result, list(events.events)
+
+
+async def test_slow_first_use_is_done_before_the_task_and_outside_its_timeout(
+    make_orchestrator: Callable[..., Orchestrator],
+) -> None:
+    demo = Demo()
+    orch = make_orchestrator(demo_agent("reader", demo))
+    result, events = await _ask(orch)
+    assert isinstance(result, OrchestratorOutput), result  # 0.8 s of loading, 300 ms timeout
+    assert demo.runs == 1 and result.breakdown["first_use_ms"] >= PREPARE_S * 1000 * 0.9
+    titles = [e.title for e in events]
+    preparing = next(i for i, t in enumerate(titles) if t.startswith("Preparing the test data (first use, about "))
+    assert titles[preparing + 1].startswith("Prepared the test data in ")
+    assert preparing < titles.index("Dispatching agents")
+    again, events = await _ask(orch)
+    assert isinstance(again, OrchestratorOutput) and "first_use_ms" not in again.breakdown
+    assert not [e for e in events if "first_use" in e.details]
+
+
+async def test_questions_waiting_for_the_same_work_share_one_run(
+    make_orchestrator: Callable[..., Orchestrator],
+) -> None:
+    demo = Demo()
+    orch = make_orchestrator(demo_agent("reader", demo), demo_agent("other", demo))
+    said: list[str] = []
+    orch.first_use.notify = said.append
+    results = await asyncio.gather(*(orch.ask("q", agent=name) for name in ("reader", "other", "reader")))
+    assert all(isinstance(r, OrchestratorOutput) for r in results), results
+    assert demo.runs == 1
+    assert said[0].startswith("Preparing the test data (first use, about") and said[0].endswith("s)…")
+    assert said[1].startswith("Prepared the test data in ") and len(said) == 2
+
+
+async def test_a_failed_preparation_is_reported_and_tried_again_by_the_next_question(
+    make_orchestrator: Callable[..., Orchestrator],
+) -> None:
+    demo = Demo(fail=2)  # the preparation fails, then the agent's own attempt
+    orch = make_orchestrator(demo_agent("reader", demo, timeout_ms=5000))
+    result, events = await _ask(orch)
+    assert isinstance(result, OrchestratorErrorResponse)
+    assert "cannot load the test data: disk full" in result.error_message
+    assert any(
+        e.type is EventType.ERROR and e.title == "Could not prepare the test data: OSError: disk full" for e in events
+    )
+    assert orch.first_use.status() == ([], {"the test data": "OSError: disk full"})
+    assert orch.first_use.readiness() == (
+        True,
+        "could not prepare the test data: OSError: disk full (the first question that needs it tries again)",
+    )
+    result, _ = await _ask(orch)
+    assert isinstance(result, OrchestratorOutput) and demo.runs == 3
+    assert orch.first_use.status() == ([], {})
+
+
+async def test_a_question_that_does_not_need_the_work_does_not_wait(
+    make_orchestrator: Callable[..., Orchestrator],
+) -> None:
+    demo = Demo()
+    orch = make_orchestrator(demo_agent("reader", demo, timeout_ms=5000))
+    result, _ = await _ask(orch, source="mine")
+    assert isinstance(result, OrchestratorOutput) and "first_use_ms" not in result.breakdown
+
+
+async def test_prepare_does_every_agents_work_and_status_says_what_is_running(
+    make_orchestrator: Callable[..., Orchestrator],
+) -> None:
+    demo = Demo()
+    orch = make_orchestrator(demo_agent("reader", demo))
+    started = asyncio.create_task(orch.prepare())
+    await asyncio.sleep(PREPARE_S / 4)
+    assert orch.first_use.status() == (["the test data"], {})
+    assert orch.first_use.readiness(started) == (False, "preparing the test data (first use)")
+    await started
+    assert orch.first_use.readiness(started) == (True, None)
+    assert demo.loaded and orch.first_use.status() == ([], {})
+    assert orch.first_use.needed([orch.agent("reader")]) == []
+
+
+async def test_a_cancelled_question_leaves_the_work_running_for_the_next() -> None:
+    demo = Demo()
+    work = FirstUseWork()
+    agent = demo_agent("reader", demo)(None, None)  # type: ignore[arg-type]
+    waiting = asyncio.create_task(work.prepare([agent]))
+    await asyncio.sleep(PREPARE_S / 4)
+    waiting.cancel()
+    await asyncio.gather(waiting, return_exceptions=True)
+    await work.prepare([agent])  # joins the same run, which finished on its own
+    assert demo.loaded and demo.runs == 1
+
+
+def test_the_estimate_grows_with_the_load() -> None:
+    assert about(3.0, 0.2) == 3  # an idle machine: as declared
+    assert about(3.0, 1.5) == 4  # two busy processes on two cores and this one: 2/3 of a core
+    assert about(0.1, 0.0) == 1  # never "about 0 s"
+    assert about(3.0) >= 3  # the machine's own load average
+
+
+async def test_async_work_runs_on_the_loop_and_short_work_is_not_announced(
+    make_orchestrator: Callable[..., Orchestrator],
+) -> None:
+    started: list[asyncio.AbstractEventLoop] = []
+
+    class Session(Agent):
+        info: ClassVar[AgentInfo] = AgentInfo(name="reader", description="needs a session", default_timeout_ms=300)
+
+        def first_use(self, query: OrchestratorInput | None = None) -> FirstUse | None:
+            return None if started else FirstUse("test.session", "the test server", 0.2, self.open)
+
+        async def open(self) -> None:  # a session bound to the loop (an MCP server's)
+            await asyncio.sleep(PREPARE_S)
+            started.append(asyncio.get_running_loop())
+
+        async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
+            return AgentResult(summary="open" if started else "closed")
+
+    orch = make_orchestrator(Session)
+    said: list[str] = []
+    orch.first_use.notify = said.append
+    result, events = await _ask(orch)
+    assert isinstance(result, OrchestratorOutput) and result.response == "open"
+    assert started == [asyncio.get_running_loop()]
+    assert said == []  # about a fifth of a second: not worth a line (the events say it)
+    assert any(e.title.startswith("Preparing the test server (first use, about") for e in events)
