@@ -41,9 +41,9 @@ def test_demo_sh_installs_the_extras_the_tour_uses() -> None:
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
     assert any(r.startswith("a2a-sdk") for r in extras["tour"]) and any(r.startswith("openai") for r in extras["tour"])
     assert "bash scripts/setup.sh tour\n" in (ROOT / "scripts" / "demo.sh").read_text(encoding="utf-8")
-    assert "pip install 'concerto[ray]'" in README  # the one extra the tour names instead (240 MB)
+    assert "pip install -e '.[ray]'" in README  # the one extra the tour names instead (240 MB), from the checkout
 
 
 def test_test_sh_prints_the_reason_of_every_skip() -> None:
     pytest_line = next(line for line in (ROOT / "scripts" / "test.sh").read_text().splitlines() if "-m pytest" in line)
-    assert " -rs " in pytest_line
+    assert " -rfEs " in pytest_line  # failures and errors listed too: -r replaces the default
