@@ -37,7 +37,7 @@ step "mypy"
 .venv/bin/mypy || status=1
 
 step "pytest"
-.venv/bin/python -m pytest -q -rfEs -p no:cacheprovider --durations=15 "$@"  # -rs: the reason of every skip
+.venv/bin/python -m pytest -q -rfEs -p no:cacheprovider --durations=15 "$@"  # -rfEs: every failure, error and skip (with its reason)
 rc=$?
 if [ $rc -eq 5 ]; then  # no test collected: fine for a selection (-k, a path), a failure for the suite
     if [ $# -gt 0 ]; then echo "pytest: nothing selected by '$*'"; rc=0; else echo "pytest collected no tests"; rc=1; fi
