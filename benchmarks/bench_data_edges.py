@@ -43,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _timing import percentile  # noqa: E402
 from bench_kpi_load import extract_src  # noqa: E402
 
+from _services.memory import peak_growth  # noqa: E402
 from _services.serve import running_serve  # noqa: E402
 from data.workbooks import bomb, workbook  # noqa: E402
 
@@ -157,23 +158,14 @@ def uploads(src: Path, files: list[tuple[str, Path]], work: Path) -> list[dict[s
     env: dict[str, str | None] = {k: None for k in os.environ if k.startswith("CONCERTO_")}
     env |= {"CONCERTO_DATA_DIR": str(data), "CONCERTO_AGENTS": "echo", "PYTHONPATH": str(src)}
     with running_serve(env, ready="/ready") as served:
-        status = Path(f"/proc/{served.process.pid}/status")
-
-        def kb(field: str) -> int:
-            line = next(x for x in status.read_text().splitlines() if x.startswith(field + ":"))
-            return int(line.split()[1])
-
         assert httpx.get(f"{served.base}/v1/data/sources", timeout=30).status_code == 200
         for label, path in files:
-            Path(f"/proc/{served.process.pid}/clear_refs").write_text("5")
-            before = kb("VmRSS")
             started = time.perf_counter()
-            with path.open("rb") as handle:
+            with peak_growth(served.process.pid) as grown, path.open("rb") as handle:
                 response = httpx.post(
                     f"{served.base}/v1/data/sources", files={"file": (path.name, handle)}, timeout=900
                 )
             took = time.perf_counter() - started
-            grown = (kb("VmHWM") - before) / 1024
             body = response.json()
             message = body.get("error_message") if response.status_code >= 400 else None
             stored = data / "sources" / f"{path.stem}.duckdb"
@@ -182,7 +174,7 @@ def uploads(src: Path, files: list[tuple[str, Path]], work: Path) -> list[dict[s
                     "upload": label,
                     "status": response.status_code,
                     "s": took,
-                    "grown_mb": grown,
+                    "grown_mb": grown.mb,
                     "db_kb": stored.stat().st_size / 1024 if stored.exists() else None,
                     "message": message,
                 }

@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
+from _services.memory import measurable, peak_growth
 from _services.serve import running_serve
 
 from .workbooks import understated, workbook
@@ -31,18 +32,6 @@ class Server:
     def __init__(self, base: str, pid: int, data_dir: Path) -> None:
         self.base, self.pid, self.data_dir = base, pid, data_dir
 
-    def memory_kb(self, field: str) -> int:
-        """A field of the server's /proc status: VmRSS now, VmHWM the peak so far."""
-        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
-            if line.startswith(f"{field}:"):
-                return int(line.split()[1])
-        raise AssertionError(f"no {field} in /proc/{self.pid}/status")
-
-    def reset_peak(self) -> None:
-        """Start VmHWM again from VmRSS (Linux's clear_refs "5"), so an earlier peak (the
-        router's model loading at start) is not counted as this test's."""
-        Path(f"/proc/{self.pid}/clear_refs").write_text("5")
-
     def stored(self) -> list[str]:
         uploads = self.data_dir / "uploads"
         return sorted(str(p.relative_to(uploads)) for p in uploads.rglob("*")) if uploads.exists() else []
@@ -50,7 +39,7 @@ class Server:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    if not Path("/proc/self/status").exists():
+    if not measurable():
         pytest.skip("reads the server's memory from /proc (Linux)")
     data = tmp_path_factory.mktemp("data")
     env = {k: None for k in os.environ if k.startswith("CONCERTO_")}
@@ -119,15 +108,13 @@ def test_a_body_declared_at_2_gb_is_not_read(server: Server) -> None:
 def test_a_2_gb_stream_is_cut_off_at_the_limit_in_bounded_memory(server: Server) -> None:
     # Chunked, so the server learns the size only by reading: it reads the limit and stops.
     sent: list[int] = []
-    server.reset_peak()
-    before = server.memory_kb("VmRSS")
     started = time.monotonic()
-    response = httpx.post(f"{server.base}/v1/data/sources", content=two_gb(sent), headers=MULTIPART, timeout=60)
+    with peak_growth(server.pid) as grown:
+        response = httpx.post(f"{server.base}/v1/data/sources", content=two_gb(sent), headers=MULTIPART, timeout=60)
     assert refusal(response).startswith("the file is over")
     assert LIMIT_MB <= len(sent) < LIMIT_MB + 64  # the limit, then what the buffers took
     assert time.monotonic() - started < 30
-    grown_mb = (server.memory_kb("VmHWM") - before) / 1024
-    assert grown_mb < LIMIT_MB / 2, f"the server's peak memory grew {grown_mb:.0f} MB over {LIMIT_MB} MB read"
+    assert grown.mb < LIMIT_MB / 2, f"the server's peak memory grew {grown.mb:.0f} MB over {LIMIT_MB} MB read"
     nothing_stored(server)
 
 
@@ -142,55 +129,52 @@ def test_an_upload_within_the_limit_still_loads(server: Server) -> None:
     nothing_stored(server)
 
 
-def grown_mb(server: Server, before_kb: int) -> float:
-    return (server.memory_kb("VmHWM") - before_kb) / 1024
-
-
 def test_a_workbook_bomb_is_413_and_a_liar_422_without_reading_them(server: Server, tmp_path: Path) -> None:
     bomb = workbook(tmp_path / "bomb.xlsx", rows=300_000)  # 5 MB unpacking to 85 MB (the limit is 64)
     liar = understated(workbook(tmp_path / "liar.xlsx", rows=300_000))  # the same, declaring 1 KB
-    server.reset_peak()
-    before = server.memory_kb("VmRSS")
-    response = httpx.post(
-        f"{server.base}/v1/data/sources", files={"file": ("bomb.xlsx", bomb.read_bytes())}, timeout=60
-    )
-    assert response.status_code == 413, response.text
-    assert response.json()["error_message"] == (
-        "bomb.xlsx unpacks to 85 MB; the limit is 64 MB (CONCERTO_DATA_MAX_UNPACKED_MB)"
-    )
-    response = httpx.post(
-        f"{server.base}/v1/data/sources", files={"file": ("liar.xlsx", liar.read_bytes())}, timeout=60
-    )
-    assert response.status_code == 422 and "Bad CRC-32" in response.json()["error_message"], response.text
-    assert grown_mb(server, before) < 32
+    with peak_growth(server.pid) as grown:
+        response = httpx.post(
+            f"{server.base}/v1/data/sources", files={"file": ("bomb.xlsx", bomb.read_bytes())}, timeout=60
+        )
+        assert response.status_code == 413, response.text
+        assert response.json()["error_message"] == (
+            "bomb.xlsx unpacks to 85 MB; the limit is 64 MB (CONCERTO_DATA_MAX_UNPACKED_MB)"
+        )
+        response = httpx.post(
+            f"{server.base}/v1/data/sources", files={"file": ("liar.xlsx", liar.read_bytes())}, timeout=60
+        )
+        assert response.status_code == 422, response.text
+        assert response.json()["error_message"] == (
+            "liar.xlsx could not be read as an Excel workbook: its part xl/worksheets/sheet1.xml holds more than "
+            "the 1,000 bytes it declares"
+        )
+    assert grown.mb < 32
     nothing_stored(server)
 
 
 def test_a_workbook_just_within_the_limit_loads_in_bounded_memory(server: Server, tmp_path: Path) -> None:
     path = workbook(tmp_path / "fine.xlsx", rows=200_000)  # unpacks to 58 MB, fastexcel holds it whole
-    server.reset_peak()
-    before = server.memory_kb("VmRSS")
-    response = httpx.post(
-        f"{server.base}/v1/data/sources", files={"file": ("fine.xlsx", path.read_bytes())}, timeout=120
-    )
+    with peak_growth(server.pid) as grown:
+        response = httpx.post(
+            f"{server.base}/v1/data/sources", files={"file": ("fine.xlsx", path.read_bytes())}, timeout=120
+        )
     assert response.status_code == 201, response.text
     assert response.json()["row_count"] == 200_000
-    assert grown_mb(server, before) < 256, "one upload may raise the server's memory by 256 MB at most"
+    assert grown.mb < 256, "one upload may raise the server's memory by 256 MB at most"
     assert httpx.delete(f"{server.base}/v1/data/sources/fine", timeout=10).status_code == 204
 
 
 def test_a_table_of_10000_columns_loads_in_bounded_memory(server: Server, tmp_path: Path) -> None:
     header = ",".join(f"metric_{n}" for n in range(10_000))
     rows = "".join(",".join(str((r * n) % 997) for n in range(10_000)) + "\n" for r in range(10))
-    server.reset_peak()
-    before = server.memory_kb("VmRSS")
     started = time.monotonic()
-    response = httpx.post(
-        f"{server.base}/v1/data/sources", files={"file": ("wide.csv", f"{header}\n{rows}".encode())}, timeout=120
-    )
+    with peak_growth(server.pid) as grown:
+        response = httpx.post(
+            f"{server.base}/v1/data/sources", files={"file": ("wide.csv", f"{header}\n{rows}".encode())}, timeout=120
+        )
     took = time.monotonic() - started
     assert response.status_code == 201, response.text
     assert len(response.json()["columns"]) == 10_000
-    assert grown_mb(server, before) < 256, "one upload may raise the server's memory by 256 MB at most"
+    assert grown.mb < 256, "one upload may raise the server's memory by 256 MB at most"
     assert took < 60, f"{took:.0f} s (it was 2 min 18 s)"
     assert httpx.delete(f"{server.base}/v1/data/sources/wide", timeout=10).status_code == 204

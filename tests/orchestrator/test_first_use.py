@@ -7,6 +7,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, ClassVar
 
 from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentInfo, AgentResult, FirstUse
@@ -116,11 +117,33 @@ async def test_a_failed_preparation_is_reported_and_tried_again_by_the_next_ques
     assert orch.first_use.status() == ([], {"the test data": "OSError: disk full"})
     assert orch.first_use.readiness() == (
         True,
-        "could not prepare the test data: OSError: disk full (the first question that needs it tries again)",
+        "could not prepare the test data (the first question that needs it tries again)",  # /ready: the title
     )
     result, _ = await _ask(orch)
     assert isinstance(result, OrchestratorOutput) and demo.runs == 3
     assert orch.first_use.status() == ([], {})
+
+
+async def test_a_failure_is_reported_without_the_server_paths_it_names(
+    make_orchestrator: Callable[..., Orchestrator], tmp_path: Path
+) -> None:
+    """DuckDB's and the OS's errors name files by their full paths; events reach clients."""
+    demo = Demo()
+    held = tmp_path / "sources" / "demo.duckdb"
+
+    def locked() -> None:
+        raise OSError(f'IO Error: Could not set lock on file "{held}": Conflicting lock')
+
+    demo.load = locked  # type: ignore[method-assign]
+    orch = make_orchestrator(demo_agent("reader", demo, timeout_ms=5000))
+    _, events = await _ask(orch)
+    assert [e.title for e in events if e.type is EventType.ERROR and "first_use" in e.details] == [
+        'Could not prepare the test data: OSError: IO Error: Could not set lock on file "demo.duckdb": Conflicting lock'
+    ]
+    assert orch.first_use.status()[1] == {
+        "the test data": 'OSError: IO Error: Could not set lock on file "demo.duckdb": Conflicting lock'
+    }
+    assert str(tmp_path) not in str(orch.first_use.readiness())
 
 
 async def test_a_question_that_does_not_need_the_work_does_not_wait(

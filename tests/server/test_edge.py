@@ -14,6 +14,7 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
+from _services.memory import peak_growth
 from _services.serve import running_serve
 from concerto.agents.loader import Packs
 from concerto.agents.registry import AgentRegistry
@@ -338,21 +339,6 @@ def test_an_upload_has_its_own_limit(limited: TestClient) -> None:
 # -- a real server -----------------------------------------------------------------------------
 
 
-def rss_kb(pid: int, field: str) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-    raise AssertionError(f"no {field} for {pid}")
-
-
-def peak_growth_mb(pid: int, send: Any) -> float:
-    """How far the process's peak RSS rose above its RSS while `send()` ran."""
-    Path(f"/proc/{pid}/clear_refs").write_text("5")  # the peak (VmHWM) starts again from now
-    before = rss_kb(pid, "VmRSS")
-    send()
-    return (rss_kb(pid, "VmHWM") - before) / 1024
-
-
 def test_concerto_serve_at_its_edge(tmp_path: Path) -> None:
     """Hosts, the token in the address (masked in the access log), and memory: one request
     raises the server's peak RSS by at most 256 MB. A 30 MB body of `{}` items raised it by
@@ -385,8 +371,9 @@ def test_concerto_serve_at_its_edge(tmp_path: Path) -> None:
                 except httpx.WriteError:  # the server answered and closed before the client sent it all
                     pass
 
-            grown = peak_growth_mb(pid, send_big)
-            assert grown <= 256, f"a 30 MB body raised the server's peak RSS by {grown:.0f} MB"
+            with peak_growth(pid) as grown:
+                send_big()
+            assert grown.mb <= 256, f"a 30 MB body raised the server's peak RSS by {grown.mb:.0f} MB"
 
         within = items(2**20 - 100)
         assert len(within) <= 2**20
@@ -394,7 +381,8 @@ def test_concerto_serve_at_its_edge(tmp_path: Path) -> None:
         def send_within() -> None:
             assert httpx.post(base + "/v1/ask", content=within, headers=auth, timeout=60).status_code == 200
 
-        grown = peak_growth_mb(pid, send_within)
-        assert grown <= 256, f"a body within the limit raised the server's peak RSS by {grown:.0f} MB"
+        with peak_growth(pid) as grown:
+            send_within()
+        assert grown.mb <= 256, f"a body within the limit raised the server's peak RSS by {grown.mb:.0f} MB"
     log = served.process.stdout.read().decode() if served.process.stdout else ""
     assert "token=***" in log and TOKEN not in log, log[-2000:]

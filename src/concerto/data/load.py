@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import csv
 import io
-import re
 import threading
 import time
 from collections.abc import Callable
@@ -19,7 +18,7 @@ from typing import Any
 
 import duckdb
 
-from concerto.data.errors import LoadError, TooLarge
+from concerto.data.errors import LoadError, TooLarge, without_paths
 from concerto.data.unpacked import check_parquet, check_workbook
 
 KINDS = {
@@ -42,8 +41,6 @@ _BUFFER_PER_COLUMN = 64 * 1024
 _WIDE = 1000  # columns from which a file is read by one thread
 
 Progress = Callable[[float], None]
-# An absolute path (POSIX or Windows) not inside a word: "/srv/data/x.csv" → "x.csv".
-_ABSOLUTE = re.compile(r"(?<![\w.~])(?:[A-Za-z]:)?[/\\](?:[^\s'\"/\\]+[/\\])+([^\s'\"/\\]+)")
 
 
 def kind_of(path: Path) -> str:
@@ -250,15 +247,6 @@ def _renamed(header: list[str], columns: list[str]) -> list[str]:
         elif given != column:
             out.append(f"column {position} '{given}' is called '{column}' (the name was repeated)")
     return out
-
-
-def without_paths(text: str, *paths: Path) -> str:
-    """`text` with each of `paths` (as given and resolved) shown by its own name, and any other
-    absolute path by its last part: what a message may show a client of the server."""
-    for path in paths:
-        for shown in {str(path.resolve()), str(path)}:
-            text = text.replace(shown, path.name)
-    return _ABSOLUTE.sub(lambda m: m.group(1), text)
 
 
 def _identifier(name: str) -> str:

@@ -27,7 +27,7 @@ from psycopg import sql as pgsql
 from sqlglot import exp
 
 from concerto.data.context import DataContext, ProfileOverrides
-from concerto.data.load import LoadError, without_paths
+from concerto.data.errors import LoadError, without_paths
 from concerto.data.profile import profile_table
 from concerto.data.store import QueryFailed, SourceError, Store, valid_name
 

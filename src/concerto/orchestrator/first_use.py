@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, TypeAlias
 
 from concerto.contracts.events import EventType
+from concerto.data.errors import without_paths
 
 if TYPE_CHECKING:
     from concerto.agents.base import Agent, FirstUse
@@ -104,7 +105,7 @@ class FirstUseWork:
                     future if isinstance(future, asyncio.Future) else asyncio.wrap_future(future)
                 )
             except Exception as exc:
-                problem = f"Could not prepare {work.title}: {type(exc).__name__}: {exc}"
+                problem = without_paths(f"Could not prepare {work.title}: {type(exc).__name__}: {exc}")
                 if events is not None:
                     events.emit(EventType.ERROR, problem, details={"first_use": work.key})
                 if fresh:
@@ -133,14 +134,15 @@ class FirstUseWork:
     def readiness(self, startup: asyncio.Task[None] | None = None) -> tuple[bool, str | None]:
         """(ready, why not or what to know) for `/ready`, given the server's start-up preparation:
         not ready while it runs; ready after, even when something failed (the questions that
-        need it try again, and the rest are answered)."""
+        need it try again, and the rest are answered). A failure is named by its title only:
+        `/ready` is open even with a token, and an error's text may name the server's files."""
         running, failed = self.status()
         if running:
             return False, f"preparing {', '.join(running)} (first use)"
         if startup is not None and not startup.done():
             return False, "about to prepare the agents' first-use data (demo tables)"
         if failed:
-            problems = "; ".join(f"could not prepare {title}: {why}" for title, why in failed.items())
+            problems = "; ".join(f"could not prepare {title}" for title in failed)
             return True, f"{problems} (the first question that needs it tries again)"
         return True, None
 
@@ -195,7 +197,7 @@ class FirstUseWork:
                 self._failed.pop(work.title, None)
                 self._done[work.key] = took
             else:
-                self._failed[work.title] = f"{type(failure).__name__}: {failure}"
+                self._failed[work.title] = without_paths(f"{type(failure).__name__}: {failure}")
         if failure is not None:
             log.warning("preparing %s failed: %s: %s", work.title, type(failure).__name__, failure)
 
