@@ -17,7 +17,7 @@ class DataSettings(PackSettings):
         1024,
         ge=1,
         description="Largest file `concerto data load` or an upload accepts; also the most a Parquet file's "
-        "pages may unpack to",
+        "pages may unpack to, and (in values: rows × columns) the most it may hold",
     )
     data_max_unpacked_mb: int = Field(
         64,

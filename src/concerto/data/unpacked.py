@@ -15,7 +15,7 @@ fastexcel sees the file, in this order:
    size is refused, having cost at most that size and a chunk. This is not zipfile's reading:
    zipfile stops a part at its declared size and checks the CRC of what it read, so a part
    declared at 1 KB with the CRC of its first KB passed, while fastexcel's reader goes on to
-   the end of the compressed bytes and read all 11 MB (tested). A stored part holds its
+   the end of the compressed bytes and read all 40,000 rows (tested). A stored part holds its
    compressed size. Only stored and deflated parts are read (what Excel and LibreOffice
    write), and the parts' compressed sizes may add up to no more than the file (parts that
    share their bytes are not a workbook), so inflating reads the file at most once.
@@ -29,9 +29,9 @@ DuckDB reads the pages one at a time under the load's memory limit (and refuses 
 inflates to more than its header says). A Parquet file may hold as much as the largest file
 accepted (`CONCERTO_DATA_MAX_FILE_MB`), not more: its pages may unpack to that many bytes, and
 it may hold that many values (rows × columns), as many as the largest CSV could (a value takes
-at least its separator, one byte). A few KB of run-length-encoded nulls can declare 10 million
-rows; DuckDB would write every one. The footer is read only to its row groups (each declares
-its pages' total): O(row groups), not row groups × columns, in Python.
+at least its separator, one byte). 2.3 MB of run-length-encoded nulls held 1.2 billion rows,
+and DuckDB writes every one. Both are read from the row groups (each declares its rows and its
+columns' uncompressed total): O(row groups) in Python, not row groups × columns.
 """
 
 from __future__ import annotations
