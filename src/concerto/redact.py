@@ -45,22 +45,35 @@ MAX_QUOTED = 512  # longest quoted value looked at for its closing quote
 
 # Words that make a name a credential's: `api_key`, `x-amz-signature`, `client_secret`,
 # `password`, `access_token`; not `max_tokens` (a count). Lower case: the patterns that find
-# names in a text run on its lower-cased copy (a literal start the regex engine skips to).
-_WORDS = (
-    r"passw(?:or)?d|passphrase|pwd|secret|token(?!s)|api[_-]?key|access[_-]?key|private[_-]?key"
-    r"|signature|credential"
+# names in a text run on its lower-cased copy.
+_WORD_LIST = (
+    r"passw(?:or)?d",
+    "passphrase",
+    "pwd",
+    "secret",
+    "token(?!s)",
+    "api[_-]?key",
+    "access[_-]?key",
+    "private[_-]?key",
+    "signature",
+    "credential",
 )
+_WORDS = "|".join(_WORD_LIST)
 # A whole name (`str.fullmatch`, a dict's key): it holds one of the words, or ends in `pass`
 # after a separator (`pass`, `db_pass`; not `bypass`). A lookahead, then a possessive run:
 # nothing to go back over.
 _NAME = rf"(?=[\w.-]*?(?:{_WORDS}))[\w.-]++|(?:[\w.-]*[_.-])?pass"
-# A name inside a text, found from its credential word to its end (what comes before the word
-# is any name: `x-api-key`, `CONCERTO_GRAFANA_TOKEN`), or `pass` not after a letter or digit.
-_NAME_END = rf"(?:{_WORDS})[\w.-]{{0,{MAX_NAME}}}+|pass(?<![^\W_]pass)"
-# Names that are a credential in a URL's query only (Google's `?key=`, Azure's `sig`), checked
-# behind them (`?key=` in a text; `key=` first or after `&` or `;` in a query).
-_SHORT_IN_TEXT = r"key(?<=[?&]key)|auth(?<=[?&]auth)|sig(?<=[?&]sig)"
-_SHORT_IN_QUERY = r"key(?<![^&;]key)|auth(?<![^&;]auth)|sig(?<![^&;]sig)"
+
+
+def _names_then(separator: str, short_names: str) -> str:
+    """Alternatives for a name inside a text, each from its credential word to its end then
+    `separator` (what comes before the word is any name: `x-api-key`, `CONCERTO_GRAFANA_TOKEN`):
+    every one starts with a literal, so the regex engine skips to the characters that can
+    start one instead of trying every position. Also `pass` not after a letter or digit, and
+    the short names checked behind them."""
+    words = [rf"{word}[\w.-]{{0,{MAX_NAME}}}+{separator}" for word in _WORD_LIST]
+    return "|".join([*words, rf"pass(?<![^\W_]pass){separator}", short_names])
+
 
 # One value: quoted (libpq's `password='a b'`, or `"..."` and its JSON-escaped `\"...\"`), or
 # up to a separator of queries, DSNs and argument lists (a backslash ends it: JSON text stays
@@ -70,10 +83,16 @@ _VALUE = (
     rf"(?:'[^']{{0,{MAX_QUOTED}}}'|\\?\"(?:[^\"\\]|\\[^\"]){{0,{MAX_QUOTED}}}\\?\""
     r"|\\?[\"']?[^\s&#\"'<>\\,;()]+)"
 )
-# `name=value`, or `name: value` (not a scheme's `name://`); the name may be quoted
-# (`"api_key": "..."`, `{'client_secret': '...'}`). Every branch starts with a literal.
-_IN_TEXT = rf"(?P<keep>(?:{_NAME_END})(?:\\?[\"'])?(?:=|(?P<colon>:)(?!//)[ \t]*)|(?:{_SHORT_IN_TEXT})=){_VALUE}"
-_IN_QUERY = rf"(?P<keep>(?:{_NAME_END}|{_SHORT_IN_QUERY})=)[^&;#]*"
+# In a text: `name=value`, or `name: value` (not a scheme's `name://`, nor a URL's
+# `//user:***@` whose password `_URL_PASSWORD` masked, keeping its host); the name may be
+# quoted (`"api_key": "..."`, `{'client_secret': '...'}`). The short names `key`, `auth` and
+# `sig` (Google's `?key=`, Azure's `sig`) after `?` or `&` only: elsewhere they name data.
+_TEXT_SEPARATOR = rf"""(?:\\?["'])?(?:=|:(?!//|{re.escape(MASK)}@)[ \t]*)"""
+_SHORT_IN_TEXT = r"key(?<=[?&]key)=|auth(?<=[?&]auth)=|sig(?<=[?&]sig)="
+_IN_TEXT = rf"(?P<keep>{_names_then(_TEXT_SEPARATOR, _SHORT_IN_TEXT)}){_VALUE}"
+# In a URL's query or fragment: `name=value`, the short names first or after `&` or `;`.
+_SHORT_IN_QUERY = r"key(?<![^&;]key)=|auth(?<![^&;]auth)=|sig(?<![^&;]sig)="
+_IN_QUERY = rf"(?P<keep>{_names_then('=', _SHORT_IN_QUERY)})[^&;#]*"
 # Each as it runs on lower-cased text, and on text whose lower-cased copy is not as long.
 _PARAMETERS = (re.compile(_IN_TEXT), re.compile(_IN_TEXT, re.IGNORECASE))
 _QUERY_PARAMETERS = (re.compile(_IN_QUERY), re.compile(_IN_QUERY, re.IGNORECASE))
@@ -136,8 +155,7 @@ def scrub(text: str) -> str:
     original = text
     if "://" in text:
         text = _URL_PASSWORD.sub(_mask_password, text)
-    if "=" in text or ":" in text:
-        text = _mask_parameters(text, _PARAMETERS)
+    text = _mask_parameters(text, _PARAMETERS)
     if "uthorization" in text or "UTHORIZATION" in text:
         text = _AUTHORIZATION.sub(lambda m: m["keep"] + MASK, text)
     for secret in _remembered:
@@ -150,29 +168,20 @@ def _mask_password(match: re.Match[str]) -> str:
     return match["keep"] + MASK + ("@" if match[0].endswith("@") else "")
 
 
-def _mask_parameters(text: str, patterns: tuple[re.Pattern[str], re.Pattern[str]] = _PARAMETERS) -> str:
+def _mask_parameters(text: str, patterns: tuple[re.Pattern[str], re.Pattern[str]]) -> str:
     """The values of credential parameters masked: `patterns` find them in the lower-cased text
     (or, when lower-casing changes its length, in the text ignoring case)."""
+    if "=" not in text and ":" not in text:
+        return text
     lower = text.lower()
     pattern = patterns[0] if len(lower) == len(text) else patterns[1]
     found = lower if pattern is patterns[0] else text
     pieces: list[str] = []
-    done = start = 0
-    while (match := pattern.search(found, start)) is not None:
-        start = match.end("keep")
-        if match.groupdict().get("colon") and _in_user_info(text, match.start()):
-            continue  # `//user:password@`, masked as a URL's: its host stays
-        pieces += (text[done:start], MASK)
-        done = start = match.end()
+    done = 0
+    for match in pattern.finditer(found):
+        pieces += (text[done : match.end("keep")], MASK)
+        done = match.end()
     return "".join((*pieces, text[done:])) if pieces else text
-
-
-def _in_user_info(text: str, at: int) -> bool:
-    """Whether the name around `text[at]` follows `/` (a URL's `//user:`)."""
-    stop = max(0, at - MAX_NAME)
-    while at > stop and (text[at - 1].isalnum() or text[at - 1] in "_.-"):
-        at -= 1
-    return text[at - 1 : at] == "/"
 
 
 def scrub_data(value: Any) -> Any:
