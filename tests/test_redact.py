@@ -72,6 +72,7 @@ def test_mask_url_of_an_unparsable_url_still_masks_the_password() -> None:
         ("PGPASS=x pass=hunter22 db_pass='a b'", "PGPASS=x pass=*** db_pass=***"),
         # `name: value` (headers, YAML) and quoted keys (JSON or a dict's repr inside a text).
         ("x-api-key: abc123\npassword:  hunter22", "x-api-key: ***\npassword:  ***"),
+        ("password: swordfish  # the old one\ntoken: sk-123 is invalid", "password: ***  # the old one\ntoken: *** is invalid"),
         ('sent {"api_key": "sk-123", "n": 1}', 'sent {"api_key": ***, "n": 1}'),
         ("{'client_secret': 'abc', 'key': 'x'}", "{'client_secret': ***, 'key': 'x'}"),
         ('{\\"access_token\\": \\"abc\\"}', '{\\"access_token\\": ***}'),  # JSON inside JSON
@@ -91,6 +92,8 @@ def test_mask_url_of_an_unparsable_url_still_masks_the_password() -> None:
         ('rate(node_cpu_seconds_total{mode="idle"}[5m])', 'rate(node_cpu_seconds_total{mode="idle"}[5m])'),
         ("SELECT a FROM t WHERE key = 'x' AND n=3", "SELECT a FROM t WHERE key = 'x' AND n=3"),
         ("WHERE key='x' OR auth=basic OR sig=3", "WHERE key='x' OR auth=basic OR sig=3"),
+        # A name then a sentence: words, not a credential.
+        ("Check CONCERTO_GRAFANA_TOKEN: it needs permission", "Check CONCERTO_GRAFANA_TOKEN: it needs permission"),
         ("compass=north bypass=1 passes=3", "compass=north bypass=1 passes=3"),
         ("see http://h:8080/x?to=me@example.com", "see http://h:8080/x?to=me@example.com"),
         ("http://u:p@h/x?next=http://v@w", "http://u:***@h/x?next=http://v@w"),

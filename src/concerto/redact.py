@@ -84,10 +84,12 @@ _VALUE = (
     r"|\\?[\"']?[^\s&#\"'<>\\,;()]+)"
 )
 # In a text: `name=value`, or `name: value` (not a scheme's `name://`, nor a URL's
-# `//user:***@` whose password `_URL_PASSWORD` masked, keeping its host); the name may be
-# quoted (`"api_key": "..."`, `{'client_secret': '...'}`). The short names `key`, `auth` and
-# `sig` (Google's `?key=`, Azure's `sig`) after `?` or `&` only: elsewhere they name data.
-_TEXT_SEPARATOR = rf"""(?:\\?["'])?(?:=|:(?!//|{re.escape(MASK)}@)[ \t]*)"""
+# `//user:***@` whose password `_URL_PASSWORD` masked, keeping its host; nor a sentence, as
+# in `set CONCERTO_API_TOKEN: it needs ...`: one word of letters, then more words); the name
+# may be quoted (`"api_key": "..."`, `{'client_secret': '...'}`). The short names `key`,
+# `auth` and `sig` (Google's `?key=`, Azure's `sig`) after `?` or `&` only: elsewhere they
+# name data.
+_TEXT_SEPARATOR = rf"""(?:\\?["'])?(?:=|:(?!//|{re.escape(MASK)}@)[ \t]*+(?![^\W\d_]++[ \t]+[^\W\d_]))"""
 _SHORT_IN_TEXT = r"key(?<=[?&]key)=|auth(?<=[?&]auth)=|sig(?<=[?&]sig)="
 _IN_TEXT = rf"(?P<keep>{_names_then(_TEXT_SEPARATOR, _SHORT_IN_TEXT)}){_VALUE}"
 # In a URL's query or fragment: `name=value`, the short names first or after `&` or `;`.
