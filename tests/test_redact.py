@@ -72,7 +72,10 @@ def test_mask_url_of_an_unparsable_url_still_masks_the_password() -> None:
         ("PGPASS=x pass=hunter22 db_pass='a b'", "PGPASS=x pass=*** db_pass=***"),
         # `name: value` (headers, YAML) and quoted keys (JSON or a dict's repr inside a text).
         ("x-api-key: abc123\npassword:  hunter22", "x-api-key: ***\npassword:  ***"),
-        ("password: swordfish  # the old one\ntoken: sk-123 is invalid", "password: ***  # the old one\ntoken: *** is invalid"),
+        (
+            "password: swordfish  # the old one\ntoken: sk-123 is invalid",
+            "password: ***  # the old one\ntoken: *** is invalid",
+        ),
         ('sent {"api_key": "sk-123", "n": 1}', 'sent {"api_key": ***, "n": 1}'),
         ("{'client_secret': 'abc', 'key': 'x'}", "{'client_secret': ***, 'key': 'x'}"),
         ('{\\"access_token\\": \\"abc\\"}', '{\\"access_token\\": ***}'),  # JSON inside JSON
@@ -141,6 +144,7 @@ def test_remembered_secrets_are_masked_without_their_url() -> None:
     remember("postgresql://user:an%20odd%20password@h/db")  # settings remember their URLs' passwords
     remember("sk-remembered-0123456789")  # and their keys
     remember("short")  # too short to mask wherever it appears
+    remember("postgresql://user:a raw space@h/db")
     remember("postgresql://bob:Zx9/Kq+4Lm@db/x")  # a password with `/`, `#` or `?` whole
     remember("http://bob:pa#ss99word@h")
     remember("postgres://postgres:postgres@db/x")  # the user name: not remembered
@@ -148,6 +152,7 @@ def test_remembered_secrets_are_masked_without_their_url() -> None:
     assert scrub("key sk-remembered-0123456789 refused") == f"key {MASK} refused"
     assert scrub("a short word") == "a short word"
     assert scrub_data({"e": ["sk-remembered-0123456789"]}) == {"e": [MASK]}
+    assert scrub('found in "a raw space"') == f'found in "{MASK}"'
     assert scrub("bad Zx9/Kq+4Lm and pa#ss99word") == f"bad {MASK} and {MASK}"
     assert scrub("role postgres") == "role postgres"
 

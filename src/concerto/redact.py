@@ -274,12 +274,18 @@ def remember(secret: str | None) -> None:
     values = {secret}
     if "://" in secret:
         values = set()
-        for match in _URL_PASSWORD.finditer(secret):
-            password = match["password"] if match["password"] is not None else match["loose"]
-            if match[0].endswith("@") and password:
-                # A password that is the user name (postgres:postgres) is shown with the user
-                # anyway; remembered, it would mask that word everywhere.
-                values |= {password, unquote(password)} - {match["user"]}
+        try:  # as a URL library reads it (a password with a space: psycopg quotes it alone)
+            parts = urlsplit(secret)
+            found = [(parts.username, parts.password)]
+        except ValueError:
+            found = []
+        for match in _URL_PASSWORD.finditer(secret):  # as `scrub` reads it (with `/`, `#`, `?`)
+            if match[0].endswith("@"):
+                found.append((match["user"], match["password"] if match["password"] is not None else match["loose"]))
+        for user, password in found:
+            # A password that is the user name (postgres:postgres) is shown with the user
+            # anyway; remembered, it would mask that word everywhere.
+            values |= {password, unquote(password)} - {user} if password else set()
     values = {v for v in values if len(v) >= MIN_REMEMBERED}
     with _lock:
         if values <= set(_remembered):
