@@ -22,10 +22,11 @@ the settings register them when read), so a password echoed without its URL (psy
 they say which backend is meant. Every secret is shown as `MASK`.
 
 Its cost is linear in the text, whatever the text: `scrub` runs on what clients send (the
-access log's query string) and what agents return. Each pattern starts at a literal or at the
-start of a name, and looks at a bounded window from there: a name of at most 128 characters,
-a quoted value of at most 512 (a longer one is masked up to its first space), a URL's
-password up to the next `://` or space.
+access log's query string) and what agents return. Each pattern starts at a literal (`://`,
+or a name's credential word, searched in the lower-cased text) and looks at a bounded window
+from there: at most `MAX_NAME` characters of name after the word, a quoted value of at most
+`MAX_QUOTED` (a longer one is masked up to its first space), a URL's password up to the next
+`://` or space. Every value it masks it skips, so no character is read again and again.
 """
 
 from __future__ import annotations
