@@ -127,6 +127,7 @@ def test_scrub_data_masks_strings_keys_and_credential_keys_without_copying_clean
     assert PASSWORD not in repr(out)
     assert out["url"] == "http://u:***@h/x" and out["password"] == MASK
     assert out["headers"] == {"Authorization": MASK}
+    assert scrub_data({"db_pass": "hunter22", "n": "x-api-key: k1"}) == {"db_pass": MASK, "n": f"x-api-key: {MASK}"}
     assert out["items"] == ["ValueError: cannot reach http://u:***@h", 3, None]
 
 

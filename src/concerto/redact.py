@@ -214,7 +214,7 @@ def _suspect(text: str) -> bool:
         "key" in low
         or "token" in low
         or "secret" in low
-        or "passw" in low
+        or "pass" in low  # `pass`, `db_pass`, `password`
         or "pwd" in low
         or "signature" in low
         or "credential" in low
