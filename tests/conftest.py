@@ -26,6 +26,7 @@ from _services.prometheus import LocalPrometheus
 from _services.ray import HINT as RAY_HINT
 from _services.ray import RayCluster, start_cluster, warm_up_workers
 from _services.weather import Replay
+from concerto.redact import remembered_scope
 from concerto.testing import block_llm_requests
 
 
@@ -38,6 +39,14 @@ def _isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     data_dir = tmp_path_factory.getbasetemp() / "concerto-data"
     monkeypatch.setenv("CONCERTO_DATA_DIR", str(data_dir))
     yield data_dir
+
+
+@pytest.fixture(autouse=True)
+def _secrets_remembered_by_this_test_only() -> Iterator[None]:
+    """What a test makes `concerto.redact` remember (every `Settings(api_token=...)` does) is
+    forgotten after it: no test's result depends on the secrets of the tests run before."""
+    with remembered_scope():
+        yield
 
 
 @pytest.fixture(autouse=True)

@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from concerto.cli import main
+from concerto.redact import MASK
 
 
 class Ran:
@@ -93,7 +94,7 @@ def test_config_masks_secrets(run, monkeypatch: pytest.MonkeyPatch) -> None:  # 
     monkeypatch.setenv("CONCERTO_LLM_API_KEY", "sk-secret")
     r = run("config", "--json")
     values = json.loads(r.output)
-    assert values["llm_api_key"] == "********" and "sk-secret" not in r.output
+    assert values["llm_api_key"] == MASK and "sk-secret" not in r.output  # as every secret shows
 
 
 def test_every_command_and_option_has_help(run) -> None:  # type: ignore[no-untyped-def]

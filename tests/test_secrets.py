@@ -29,6 +29,8 @@ from _services.ports import dead_url
 from _services.postgres import Postgres
 from _services.prometheus import INSTALL_HINT
 from _services.serve import running_serve
+from concerto.redact import MASK
+from concerto.settings import Settings
 
 PASSWORD = "s3cret-PASSWORD"
 LEAK = "s3cret"  # any part of it: a message cut inside the password must not show the rest
@@ -100,6 +102,15 @@ def test_config_shows_every_url_without_its_password(env: dict[str, str]) -> Non
         assert values[name].startswith("http://user:***@127.0.0.1:"), name
     assert values["database_url"] == "postgresql://user:***@127.0.0.1:1/db"
     assert "CONCERTO_CHROMA_URL=http://user:***@127.0.0.1:" in text
+
+
+def test_config_shows_every_secret_with_the_one_mask() -> None:
+    """`concerto config` masks a key or a token as every other secret shows (`redact.MASK`)."""
+    settings = Settings(api_token="tok-" + PASSWORD, llm_api_key="sk-" + PASSWORD, llm_base_url="http://h/v1?key=k")
+    values = settings.masked()
+    assert values["api_token"] == values["llm_api_key"] == MASK
+    assert values["llm_base_url"] == f"http://h/v1?key={MASK}"
+    assert LEAK not in json.dumps(values)
 
 
 def test_questions_through_the_cli_leak_no_password(env: dict[str, str]) -> None:

@@ -106,9 +106,9 @@ def main() -> None:
       concerto ask 'echo "hello"' --json
       concerto agents
     """
-    from concerto.redact import install_log_redaction
+    from concerto.log_redaction import install_log_redaction
 
-    install_log_redaction()  # no secret in what any command logs (concerto.redact)
+    install_log_redaction()  # no secret in what any command logs (concerto.log_redaction)
 
 
 @main.command(cls=InputCommand)

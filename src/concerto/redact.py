@@ -7,64 +7,115 @@ Two layers keep them in:
 - at the source, every message built from a URL shows `mask_url(url)`, never the URL: the
   fix, where the code knows what it prints;
 - at the boundaries where text leaves the process or is stored (events as they are read or
-  streamed, the shared log's rows, the error contract, Python logging), `scrub` masks what
-  looks like a secret in any text: the safety net for the message someone forgets to mask,
-  or a library's error that quotes the URL it was given (psycopg, httpx).
+  streamed, the shared log's rows, the error contract, Python logging through
+  `concerto.log_redaction`), `scrub` masks what looks like a secret in any text: the safety
+  net for the message someone forgets to mask, or a library's error that quotes the URL it
+  was given (psycopg, httpx).
 
-`scrub` masks a URL's password, credential-like parameters (`name=value` where the name says
-password, secret, token, key, signature ...), an `Authorization:` value, and the values the
-settings hold as secrets (`remember`: the settings register them when read), so a password
-echoed without its URL (psycopg: `unexpected spaces found in "..."`) is masked too. User
-names, hosts, ports and paths stay: they say which backend is meant.
+`scrub` masks a URL's password (also one holding `/`, `#` or `?`, which a URL should
+percent-encode but people type), credential-like parameters (`name=value`, `name: value`
+and `"name": value` where the name says password, secret, token, key, signature ...; the
+short `key`, `auth` and `sig` only in a URL's query, as they name other things in answers and
+SQL), an `Authorization:` value, and the values the settings hold as secrets (`remember`:
+the settings register them when read), so a password echoed without its URL (psycopg:
+`unexpected spaces found in "..."`) is masked too. User names, hosts, ports and paths stay:
+they say which backend is meant. Every secret is shown as `MASK`.
+
+Its cost is linear in the text, whatever the text: `scrub` runs on what clients send (the
+access log's query string) and what agents return. Each pattern starts at a literal (`://`,
+or a name's credential word, searched in the lower-cased text) and looks at a bounded window
+from there: at most `MAX_NAME` characters of name after the word, a quoted value of at most
+`MAX_QUOTED` (a longer one is masked up to its first space), a URL's password up to the next
+`://` or space. Every value it masks it skips, so no character is read again and again.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import re
-import sys
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 MASK = "***"
 MIN_REMEMBERED = 6  # shorter values are not masked wherever they appear (too many false hits)
+MAX_NAME = 64  # longest end of a parameter's name looked at after its credential word
+MAX_QUOTED = 512  # longest quoted value looked at for its closing quote
 
-# Names of parameters that carry a credential: `api_key`, `x-amz-signature`, `client_secret`,
-# `password`, `access_token`, or exactly `key`, `auth`, `sig` (Google's `?key=`, Azure's `sig`);
-# not `max_tokens` (a count).
-_CREDENTIAL_NAME = (
-    r"(?:[\w.-]*?(?:passw(?:or)?d|pwd|secret|token(?!s)|api[_-]?key|access[_-]?key|private[_-]?key"
-    r"|signature|credential)[\w.-]*|key|auth|sig)"
+# Words that make a name a credential's: `api_key`, `x-amz-signature`, `client_secret`,
+# `password`, `access_token`; not `max_tokens` (a count). Lower case: the patterns that find
+# names in a text run on its lower-cased copy.
+_WORD_LIST = (
+    r"passw(?:or)?d",
+    "passphrase",
+    "pwd",
+    "secret",
+    "token(?!s)",
+    "api[_-]?key",
+    "access[_-]?key",
+    "private[_-]?key",
+    "signature",
+    "credential",
 )
+_WORDS = "|".join(_WORD_LIST)
+# A whole name (`str.fullmatch`, a dict's key): it holds one of the words, or ends in `pass`
+# after a separator (`pass`, `db_pass`; not `bypass`). A lookahead, then a possessive run:
+# nothing to go back over.
+_NAME = rf"(?=[\w.-]*?(?:{_WORDS}))[\w.-]++|(?:[\w.-]*[_.-])?pass"
+
+
+def _names_then(separator: str, short_names: str) -> str:
+    """Alternatives for a name inside a text, each from its credential word to its end then
+    `separator` (what comes before the word is any name: `x-api-key`, `CONCERTO_GRAFANA_TOKEN`):
+    every one starts with a literal, so the regex engine skips to the characters that can
+    start one instead of trying every position. Also `pass` not after a letter or digit, and
+    the short names checked behind them."""
+    words = [rf"{word}[\w.-]{{0,{MAX_NAME}}}+{separator}" for word in _WORD_LIST]
+    return "|".join([*words, rf"pass(?<![^\W_]pass){separator}", short_names])
+
+
 # One value: quoted (libpq's `password='a b'`, or `"..."` and its JSON-escaped `\"...\"`), or
 # up to a separator of queries, DSNs and argument lists (a backslash ends it: JSON text stays
-# JSON; a comma or parenthesis too: `send(request, auth=auth, ...)` in a traceback).
-_VALUE = r"(?:'[^']*'|\\?\"(?:[^\"\\]|\\[^\"])*\\?\"|[^\s&#\"'<>\\,;()]+)"
-# ://user:password@ — the password runs to the last `@` before the host; or, at the end of
-# a text cut short (`message[:200]`), `://user:passw` with no `@` left (all digits: a port).
-# Starting with the literal `://` lets the regex engine skip to it; each pattern runs only on
-# text that holds its literal, so text without secrets costs a few substring searches.
-_URL_PASSWORD = re.compile(
-    r"(?P<keep>://[^\s/?#@:\[\]\"'<>\\]*:)"
-    r"(?:[^\s/?#\"'<>\\]*@|(?=[^\s/?#@\"'<>\\]*[^\d\s/?#@\"'<>\\])[^\s/?#@\"'<>\\]*\Z)"
+# JSON; a comma or parenthesis too: `send(request, auth=auth, ...)` in a traceback). A quote
+# not closed within `MAX_QUOTED` characters: the quote and what follows, to a separator.
+_VALUE = (
+    rf"(?:'[^']{{0,{MAX_QUOTED}}}'|\\?\"(?:[^\"\\]|\\[^\"]){{0,{MAX_QUOTED}}}\\?\""
+    r"|\\?[\"']?[^\s&#\"'<>\\,;()]+)"
 )
-_VALUE_AT = re.compile(_VALUE)
-_CREDENTIAL = re.compile(_CREDENTIAL_NAME, re.IGNORECASE)
+# In a text: `name=value`, or `name: value` (not a scheme's `name://`, nor a URL's
+# `//user:***@` whose password `_URL_PASSWORD` masked, keeping its host; nor a sentence, as
+# in `set CONCERTO_API_TOKEN: it needs ...`: one word of letters, then more words); the name
+# may be quoted (`"api_key": "..."`, `{'client_secret': '...'}`). The short names `key`,
+# `auth` and `sig` (Google's `?key=`, Azure's `sig`) after `?` or `&` only: elsewhere they
+# name data.
+_TEXT_SEPARATOR = rf"""(?:\\?["'])?(?:=|:(?!//|{re.escape(MASK)}@)[ \t]*+(?![^\W\d_]++[ \t]+[^\W\d_]))"""
+_SHORT_IN_TEXT = r"key(?<=[?&]key)=|auth(?<=[?&]auth)=|sig(?<=[?&]sig)="
+_IN_TEXT = rf"(?P<keep>{_names_then(_TEXT_SEPARATOR, _SHORT_IN_TEXT)}){_VALUE}"
+# In a URL's query or fragment: `name=value`, the short names first or after `&` or `;`.
+_SHORT_IN_QUERY = r"key(?<![^&;]key)=|auth(?<![^&;]auth)=|sig(?<![^&;]sig)="
+_IN_QUERY = rf"(?P<keep>{_names_then('=', _SHORT_IN_QUERY)})[^&;#]*"
+# Each as it runs on lower-cased text, and on text whose lower-cased copy is not as long.
+_PARAMETERS = (re.compile(_IN_TEXT), re.compile(_IN_TEXT, re.IGNORECASE))
+_QUERY_PARAMETERS = (re.compile(_IN_QUERY), re.compile(_IN_QUERY, re.IGNORECASE))
+# `://user:password@`: the password runs to the last `@` before the host, or, when what
+# follows the `:` is not a port (not all digits up to `/`, `?` or `#`), to the last `@`
+# before the next space or `://` (a password with `/`, `#` or `?`), or to the end of a text
+# cut short inside it (`message[:200]`). Starting with the literal `://` lets the regex
+# engine skip to it.
+_URL_PASSWORD = re.compile(
+    r"(?P<keep>://(?P<user>[^\s/?#@:\[\]\"'<>\\]*):)"
+    r"(?:(?P<password>[^\s/?#\"'<>\\]*)@"
+    r"|(?=\d*[^\d\s/?#@\"'<>\\])(?:(?P<loose>(?:(?!://)[^\s\"'<>\\])*)@|(?:(?!://)[^\s@\"'<>\\])*\Z))"
+)
 _AUTHORIZATION = re.compile(
     r"(?P<keep>authorization[\"']?\s*[:=]\s*[\"']?(?:(?:bearer|basic|token)\s+)?)[^\s\"',;]+", re.IGNORECASE
 )
-# A dict key whose value is a credential (the parameter names, but not the short `key`,
-# `auth`, `sig`, which name other things in data).
-_CREDENTIAL_KEY = re.compile(
-    r"[\w.-]*?(?:passw(?:or)?d|pwd|secret|token(?!s)|api[_-]?key|access[_-]?key|private[_-]?key"
-    r"|signature|credential|authorization)[\w.-]*",
-    re.IGNORECASE,
-)
+# A dict key whose value is a credential (not the short `key`, `auth`, `sig`, which name other
+# things in data).
+_CREDENTIAL_KEY = re.compile(rf"{_NAME}|(?=[\w.-]*?authorization)[\w.-]++", re.IGNORECASE)
 _CONTAINERS = (dict, list, tuple)
-_QUERY_PARAM = re.compile(rf"(?P<name>(?:^|(?<=[&;])){_CREDENTIAL_NAME}=)[^&;#]*", re.IGNORECASE)
 
 _remembered: tuple[str, ...] = ()  # longest first: the longest wins where two overlap
 _remembered_forms: tuple[str, ...] = ()  # the same as `repr` and JSON show them (quick checks)
@@ -85,8 +136,8 @@ def mask_url(url: str) -> str:
     userinfo, at, host = netloc.rpartition("@")
     if at and ":" in userinfo:
         netloc = f"{userinfo.partition(':')[0]}:{MASK}@{host}"
-    query = _QUERY_PARAM.sub(lambda m: m["name"] + MASK, parts.query)
-    fragment = _QUERY_PARAM.sub(lambda m: m["name"] + MASK, parts.fragment)
+    query = _mask_parameters(parts.query, _QUERY_PARAMETERS)
+    fragment = _mask_parameters(parts.fragment, _QUERY_PARAMETERS)
     if (netloc, query, fragment) == (parts.netloc, parts.query, parts.fragment):
         return scrub(url)  # nothing structural; a remembered secret may still be in the path
     # Rebuilt by hand: urlunsplit would drop an empty `?` or `#` and normalise the text.
@@ -106,9 +157,8 @@ def scrub(text: str) -> str:
         return text
     original = text
     if "://" in text:
-        text = _URL_PASSWORD.sub(lambda m: m["keep"] + MASK + ("@" if m[0].endswith("@") else ""), text)
-    if "=" in text:
-        text = _mask_credentials(text)
+        text = _URL_PASSWORD.sub(_mask_password, text)
+    text = _mask_parameters(text, _PARAMETERS)
     if "uthorization" in text or "UTHORIZATION" in text:
         text = _AUTHORIZATION.sub(lambda m: m["keep"] + MASK, text)
     for secret in _remembered:
@@ -117,21 +167,23 @@ def scrub(text: str) -> str:
     return original if text == original else text
 
 
-def _mask_credentials(text: str) -> str:
-    """Mask the value after each `name=` whose name says credential. Found from each `=`
-    backwards (a regex for `name=` would try every position of the text: 20 times slower)."""
+def _mask_password(match: re.Match[str]) -> str:
+    return match["keep"] + MASK + ("@" if match[0].endswith("@") else "")
+
+
+def _mask_parameters(text: str, patterns: tuple[re.Pattern[str], re.Pattern[str]]) -> str:
+    """The values of credential parameters masked: `patterns` find them in the lower-cased text
+    (or, when lower-casing changes its length, in the text ignoring case)."""
+    if "=" not in text and ":" not in text:
+        return text
+    lower = text.lower()
+    pattern = patterns[0] if len(lower) == len(text) else patterns[1]
+    found = lower if pattern is patterns[0] else text
     pieces: list[str] = []
     done = 0
-    at = text.find("=")
-    while at != -1:
-        start = at
-        while start > 0 and (text[start - 1].isalnum() or text[start - 1] in "_.-"):
-            start -= 1
-        value = _VALUE_AT.match(text, at + 1) if start < at else None
-        if value is not None and _CREDENTIAL.fullmatch(text, start, at):
-            pieces += (text[done : at + 1], MASK)
-            done = value.end()
-        at = text.find("=", max(at + 1, done))
+    for match in pattern.finditer(found):
+        pieces += (text[done : match.end("keep")], MASK)
+        done = match.end()
     return "".join((*pieces, text[done:])) if pieces else text
 
 
@@ -162,7 +214,7 @@ def _suspect(text: str) -> bool:
         "key" in low
         or "token" in low
         or "secret" in low
-        or "passw" in low
+        or "pass" in low  # `pass`, `db_pass`, `password`
         or "pwd" in low
         or "signature" in low
         or "credential" in low
@@ -214,96 +266,52 @@ def is_credential_name(name: str) -> bool:
 
 def remember(secret: str | None) -> None:
     """Mask this value wherever `scrub` sees it from now on (a key, a token, a password). A URL
-    is not remembered whole: its password is (as written and percent-decoded). Values shorter
-    than `MIN_REMEMBERED` are not, as they would mask ordinary words; a password that is a
-    common word is masked wherever that word appears (noise, never a leak)."""
+    is not remembered whole: its password is, as `scrub` finds it (one with `/`, `#` or `?`
+    too), as written and percent-decoded. Values shorter than `MIN_REMEMBERED` are not, as
+    they would mask ordinary words; a password that is a common word is masked wherever that
+    word appears (noise, never a leak)."""
     if not secret:
         return
     values = {secret}
     if "://" in secret:
-        try:
+        values = set()
+        try:  # as a URL library reads it (a password with a space: psycopg quotes it alone)
             parts = urlsplit(secret)
-            user, password = parts.username, parts.password
+            found = [(parts.username, parts.password)]
         except ValueError:
-            user = password = None
-        # A password that is the user name (postgres:postgres) is shown with the user anyway;
-        # remembered, it would mask that word everywhere.
-        values = {password, unquote(password)} - {user} if password else set()
+            found = []
+        for match in _URL_PASSWORD.finditer(secret):  # as `scrub` reads it (with `/`, `#`, `?`)
+            if match[0].endswith("@"):
+                found.append((match["user"], match["password"] if match["password"] is not None else match["loose"]))
+        for user, password in found:
+            # A password that is the user name (postgres:postgres) is shown with the user
+            # anyway; remembered, it would mask that word everywhere.
+            values |= {password, unquote(password)} - {user} if password else set()
     values = {v for v in values if len(v) >= MIN_REMEMBERED}
-    global _remembered, _remembered_forms
     with _lock:
         if values <= set(_remembered):
             return
-        _remembered = tuple(sorted(values | set(_remembered), key=len, reverse=True))
-        forms = {repr(v)[1:-1] for v in _remembered} | {json.dumps(v)[1:-1] for v in _remembered}
-        _remembered_forms = tuple(forms)
+        _remember(tuple(sorted(values | set(_remembered), key=len, reverse=True)))
 
 
-# -- Python logging and uncaught exceptions ---------------------------------------------------
+def _remember(secrets: tuple[str, ...]) -> None:
+    """Hold exactly `secrets` (longest first), with the forms `repr` and JSON show them in."""
+    global _remembered, _remembered_forms
+    _remembered = secrets
+    forms = {repr(v)[1:-1] for v in secrets} | {json.dumps(v)[1:-1] for v in secrets}
+    _remembered_forms = tuple(forms)
 
-_installed = False
 
-
-def install_log_redaction() -> None:
-    """Scrub every log record this process makes, and the traceback of an uncaught exception.
-
-    Installed by the CLI and the HTTP app (not by the library, which leaves its host's logging
-    alone). A record factory, not a handler's filter: it sees each record once, before any
-    handler, including those a server adds later (uvicorn's own loggers do not propagate).
-    The message's arguments are scrubbed in place, so formatters that read `record.args`
-    (uvicorn's access log) keep working; an exception's traceback is formatted and scrubbed
-    into `exc_text`, which formatters print instead of formatting it again."""
-    global _installed
+@contextmanager
+def remembered_scope() -> Iterator[None]:
+    """Forget, when the block ends, what `remember` was given inside it: for tests, where each
+    `Settings(api_token=...)` remembers its token and one test's secrets must not mask what
+    another shows (tests/conftest.py wraps every test in one). What was remembered before the
+    block stays remembered; the product never forgets a secret."""
     with _lock:
-        if _installed:
-            return
-        _installed = True
-    logging.setLogRecordFactory(_scrubbing_factory(logging.getLogRecordFactory()))
-    previous = sys.excepthook
-
-    def excepthook(kind: type[BaseException], exc: BaseException, tb: Any) -> None:
-        if previous is not sys.__excepthook__:  # someone else's hook prints it their way
-            previous(kind, exc, tb)
-            return
-        import traceback
-
-        sys.stderr.write(scrub("".join(traceback.format_exception(kind, exc, tb))))
-
-    sys.excepthook = excepthook
-
-
-def _scrubbing_factory(make: Callable[..., logging.LogRecord]) -> Callable[..., logging.LogRecord]:
-    formatter = logging.Formatter()
-
-    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
-        record = make(*args, **kwargs)
-        try:
-            scrub_record(record, formatter)
-        except Exception:  # logging must never fail because of the net
-            record.msg, record.args = MASK, None
-        return record
-
-    return factory
-
-
-def scrub_record(record: logging.LogRecord, formatter: logging.Formatter | None = None) -> None:
-    """Mask the secrets in a log record's message, arguments, traceback and stack, in place."""
-    record.msg = _scrub_arg(record.msg)
-    if isinstance(record.args, Mapping):
-        record.args = {k: _scrub_arg(v) for k, v in record.args.items()}
-    elif isinstance(record.args, tuple):
-        record.args = tuple(_scrub_arg(a) for a in record.args)
-    if record.exc_info and record.exc_info[0] is not None and not record.exc_text:
-        record.exc_text = scrub((formatter or logging.Formatter()).formatException(record.exc_info))
-    if record.stack_info:
-        record.stack_info = scrub(record.stack_info)
-
-
-def _scrub_arg(arg: Any) -> Any:
-    if isinstance(arg, str):
-        return scrub(arg)
-    if arg is None or isinstance(arg, int | float):
-        return arg  # `%d` and `%.2f` need the number
-    text = str(arg)
-    masked = scrub(text)
-    return arg if masked is text or masked == text else masked
+        saved = _remembered
+    try:
+        yield
+    finally:
+        with _lock:
+            _remember(saved)

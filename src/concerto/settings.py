@@ -20,7 +20,7 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import Field, PrivateAttr, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from concerto.redact import mask_url, remember, scrub, scrub_data
+from concerto.redact import MASK, mask_url, remember, scrub, scrub_data
 
 S = TypeVar("S", bound="PackSettings")
 
@@ -58,14 +58,15 @@ class _ConcertoSettings(BaseSettings):
 
     def masked(self) -> dict[str, Any]:
         """Values as JSON-able data with secrets masked, for `concerto config`: a secret as
-        `********` (a secret URL as the URL without its password), any URL without its
-        password or credential parameters (`concerto.redact.mask_url`)."""
+        `***` (`concerto.redact.MASK`, as every secret shows; a secret URL as the URL without
+        its password), any URL without its password or credential parameters
+        (`concerto.redact.mask_url`)."""
         out: dict[str, Any] = {}
         for name in type(self).model_fields:
             value = getattr(self, name)
             if isinstance(value, SecretStr):
                 secret = value.get_secret_value()
-                value = (mask_url(secret) if "://" in secret else "********") if secret else None
+                value = (mask_url(secret) if "://" in secret else MASK) if secret else None
             elif isinstance(value, Path):
                 value = scrub(str(value))
             elif isinstance(value, str):

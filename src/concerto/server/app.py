@@ -195,7 +195,7 @@ class Health(BaseModel):
 
 def create_app(settings: Settings | None = None, orchestrator: Orchestrator | None = None) -> FastAPI:
     """The FastAPI app; pass an orchestrator to serve one built elsewhere (tests)."""
-    from concerto.redact import install_log_redaction
+    from concerto.log_redaction import install_log_redaction
 
     install_log_redaction()  # the server's log shows no secret, whoever logs it
     settings = orchestrator.settings if orchestrator else settings or Settings()

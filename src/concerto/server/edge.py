@@ -45,7 +45,6 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocketClose
 
 from concerto.contracts.orchestrator import OrchestratorErrorResponse
-from concerto.redact import MASK
 from concerto.settings import Settings
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -54,7 +53,6 @@ TOKEN_PARAMETER = "token"
 COOKIE = "concerto_token"
 COOKIE_MAX_AGE_S = 30 * 24 * 3600
 DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
-_MASK = MASK  # as every other secret shows (concerto.redact)
 
 
 class Edge:
@@ -134,8 +132,6 @@ class Edge:
             return None
         scope = connection.scope
         given = connection.query_params.get(TOKEN_PARAMETER)
-        if given is not None:
-            _mask(connection)
         if scope["path"] in OPEN_PATHS:
             return None
         if given is not None and scope["type"] == "http" and scope["method"] == "GET":
@@ -206,13 +202,6 @@ def _content_length(scope: Scope) -> int | None:
 
 def _without_token(connection: HTTPConnection) -> list[tuple[str, str]]:
     return [(k, v) for k, v in connection.query_params.multi_items() if k != TOKEN_PARAMETER]
-
-
-def _mask(connection: HTTPConnection) -> None:
-    """Hide a token given in the address from the server's access log, which prints the
-    scope's query string when the response starts."""
-    kept = urlencode(_without_token(connection))
-    connection.scope["query_string"] = f"{kept}{'&' if kept else ''}{TOKEN_PARAMETER}={_MASK}".encode("ascii")
 
 
 def refusal(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
