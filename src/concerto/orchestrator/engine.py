@@ -130,7 +130,8 @@ class Orchestrator:
     async def prepare(self) -> None:
         """Do every agent's lasting first-use work now (demo data and its embeddings) instead of
         before the first question that needs it; `concerto serve` calls it at start-up."""
-        await self.first_use.prepare([self.agent(name) for name in self.registry.names()], lasting=True)
+        agents = [self.agent(name) for name in self.registry.names()]
+        await self.first_use.prepare(agents, lasting=True, bounded=False)  # `/ready` says it is not ready meanwhile
 
     async def aclose(self) -> None:
         """Close agents and shared resources."""
@@ -301,7 +302,9 @@ class Orchestrator:
 
         t = time.perf_counter()
         needed = dict.fromkeys(a for task in plan.tasks for a in (task.agent, task.fallback_agent) if a)
-        await self.first_use.prepare([self.agent(a) for a in needed], request, events)  # outside the timeouts
+        until = start + request.max_latency_ms / 1000 if request.max_latency_ms else None
+        # Outside the tasks' timeouts, inside the question's deadline; bounded (first_use.py).
+        await self.first_use.prepare([self.agent(a) for a in needed], request, events, until=until)
         if (waited := elapsed_ms(t)) >= 1:
             breakdown["first_use_ms"] = waited
 
