@@ -74,7 +74,10 @@ class Orchestrator:
         self._planner: Planner
         self._synthesizer: Synthesizer
         self._started = False
-        self.executor = Executor(self.agent, self.settings.max_concurrency, runner=_runner(self.settings))
+        self.timeouts = Timeouts.of_settings(self.settings)
+        self.executor = Executor(
+            self.agent, self.settings.max_concurrency, runner=_runner(self.settings), timeouts=self.timeouts
+        )
         self.first_use = FirstUseWork()  # set `first_use.notify` to show its progress lines
 
     # -- set-up -----------------------------------------------------------------------
@@ -90,6 +93,8 @@ class Orchestrator:
             except RegistryError as exc:
                 self.packs.fail(cls.info.pack, "discover", exc)
         self._router = None
+        for warning in self.timeouts.unknown(self.registry.names(), self.packs.known):
+            log.warning("%s", warning)
 
     def agent(self, name: str) -> Agent:
         """The shared instance of an agent, created on first use."""
@@ -112,9 +117,7 @@ class Orchestrator:
                 self._intents,
                 llm=self.llm,
                 llm_retries=self.settings.llm_max_retries,
-                timeouts=Timeouts(
-                    self.settings.default_timeout_ms, self.settings.agent_timeouts, self.settings.min_timeout_ms
-                ),
+                timeouts=self.timeouts,
             )
             self._synthesizer = Synthesizer(infos, self.llm)
             self._router = Router(

@@ -1,9 +1,9 @@
 """Run a plan as a dependency graph: each task starts as soon as its own dependencies are done.
 
 No supersteps: with A→B (5 s) and A→C (2 s)→D (2 s), then B,D→E, E starts at 5 s.
-Per-task timeouts, a fallback agent on the listed failure kinds, a concurrency cap that
-admits ready tasks by priority, and the caller's deadline, after which what is still
-running is cancelled and what finished is returned.
+Per-task timeouts, a fallback agent on the listed failure kinds (under its own timeout,
+`timeouts.py`), a concurrency cap that admits ready tasks by priority, and the caller's
+deadline, after which what is still running is cancelled and what finished is returned.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from concerto.contracts.dispatch import AgentDispatchResponse
 from concerto.contracts.events import EventType
 from concerto.contracts.plan import AgentTask, OrchestrationPlan
 from concerto.orchestrator.events import EventStream
-from concerto.orchestrator.timeouts import timeout_suggestion
+from concerto.orchestrator.timeouts import Timeouts
 
 log = logging.getLogger(__name__)
 
@@ -90,10 +90,17 @@ def _expire(attempt: _Attempt, task: asyncio.Task[Any]) -> None:
 class Executor:
     """Executes plans against instantiated agents; one instance serves many queries."""
 
-    def __init__(self, agents: Callable[[str], Agent], max_concurrency: int = 8, runner: Runner | None = None) -> None:
+    def __init__(
+        self,
+        agents: Callable[[str], Agent],
+        max_concurrency: int = 8,
+        runner: Runner | None = None,
+        timeouts: Timeouts | None = None,
+    ) -> None:
         self._agent = agents
         self.max_concurrency = max_concurrency
         self.runner = runner  # everything but `run` itself (payloads, timeouts, fallbacks, events) stays here
+        self.timeouts = timeouts or Timeouts()  # a fallback's timeout (a task's own is in the plan)
 
     async def execute(
         self,
@@ -233,7 +240,7 @@ class Executor:
         by_id: Mapping[str, AgentTask],
     ) -> AgentDispatchResponse:
         previous = [_previous(d, by_id[d.task_id]) for d in deps] if deps else None
-        first = await self._attempt(task, task.agent, make_context, deps, events, prepared, previous)
+        first = await self._attempt(task, task.agent, task.timeout_ms, make_context, deps, events, prepared, previous)
         errors = [first.error] if first.error else []
         final, agent_name, fallback_reason = first, task.agent, None
         if first.error is not None and task.fallback_agent and first.error.kind in task.fallback_on:
@@ -245,7 +252,8 @@ class Executor:
                 details={"reason": fallback_reason},
             )
             agent_name = task.fallback_agent
-            final = await self._attempt(task, agent_name, make_context, deps, events, None, previous)
+            timeout_ms = self.timeouts.of(agent_name, self._agent(agent_name).info.default_timeout_ms)
+            final = await self._attempt(task, agent_name, timeout_ms, make_context, deps, events, None, previous)
             if final.error:
                 errors.append(final.error)
         total = (time.perf_counter() - ready) * 1000
@@ -275,6 +283,7 @@ class Executor:
         self,
         task: AgentTask,
         agent_name: str,
+        timeout_ms: int,
         make_context: ContextFactory,
         deps: list[AgentDispatchResponse],
         events: EventStream,
@@ -290,14 +299,14 @@ class Executor:
             source="orchestrator",
             task_id=task.task_id,
             step=4,
-            details={"timeout_ms": task.timeout_ms},
+            details={"timeout_ms": timeout_ms},
         )
         t0 = time.perf_counter()
         # A bare timer instead of asyncio.timeout(): same semantics here, a third of the cost,
         # which matters because every task of every plan pays it.
         me = asyncio.current_task()
         assert me is not None
-        timer = asyncio.get_running_loop().call_later(task.timeout_ms / 1000, _expire, attempt, me)
+        timer = asyncio.get_running_loop().call_later(timeout_ms / 1000, _expire, attempt, me)
         try:
             if prepared is not None and agent_name == task.agent:
                 payload = prepared
@@ -322,8 +331,8 @@ class Executor:
                 kind=ErrorKind.TIMEOUT,
                 error_type="timeout",
                 recoverable=True,
-                message=f"{agent_name} did not answer within {task.timeout_ms} ms",
-                suggestion=timeout_suggestion(task.agent, task.timeout_ms),
+                message=f"{agent_name} did not answer within {timeout_ms} ms",
+                suggestion=self.timeouts.suggestion(agent_name, timeout_ms),
             )
         except AgentFailure as exc:
             attempt.status = ExecutionStatus.FAILED
