@@ -24,7 +24,8 @@ import httpx
 import pytest
 
 from _services import policy
-from _services.locked import blackhole, locked_prometheus
+from _services.blackhole import blackhole
+from _services.locked import locked_prometheus
 from _services.ports import dead_url
 from _services.postgres import Postgres
 from _services.prometheus import INSTALL_HINT
@@ -132,7 +133,7 @@ def test_questions_through_the_cli_leak_no_password(env: dict[str, str]) -> None
 
 def test_questions_through_the_server_leak_no_password(env: dict[str, str]) -> None:
     with blackhole() as hole:
-        env = {**env, "CONCERTO_PROMETHEUS_URL": _with_password(hole), "CONCERTO_METRICS_TIMEOUT_S": "1"}
+        env = {**env, "CONCERTO_PROMETHEUS_URL": _with_password(hole.url), "CONCERTO_METRICS_TIMEOUT_S": "1"}
         answers = []
         with running_serve(env) as served, httpx.Client(base_url=served.base, timeout=120) as client:
             for question in (METRICS, WEATHER, KPI):

@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import Field, PrivateAttr, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from concerto.contracts.dispatch import MAX_TIMEOUT_MS, MIN_TIMEOUT_MS
 from concerto.redact import MASK, mask_url, remember, scrub, scrub_data
 
 S = TypeVar("S", bound="PackSettings")
@@ -120,7 +121,10 @@ class Settings(_ConcertoSettings):
     # Orchestration
     max_concurrency: int = Field(8, ge=1, le=1024, description="Agent tasks running at once per query")
     default_timeout_ms: int = Field(
-        30000, ge=1, le=600_000, description="Task timeout for agents that declare none of their own"
+        30000,
+        ge=MIN_TIMEOUT_MS,
+        le=MAX_TIMEOUT_MS,
+        description="Task timeout for agents that declare none of their own",
     )
     agent_timeouts: Annotated[dict[str, int], NoDecode] = Field(
         default_factory=dict,
@@ -130,7 +134,7 @@ class Settings(_ConcertoSettings):
     min_timeout_ms: int = Field(
         0,
         ge=0,
-        le=600_000,
+        le=MAX_TIMEOUT_MS,
         description="Every task's timeout is at least this many ms (0: none); raises all the agents' own "
         "timeouts at once on a slow or busy machine",
     )
@@ -176,7 +180,7 @@ class Settings(_ConcertoSettings):
     @field_validator("agent_timeouts", mode="before")
     @classmethod
     def _timeouts(cls, value: Any) -> Any:
-        """`name=ms,name=ms` (the environment's form), a JSON object or a mapping; each 1..600000 ms."""
+        """`name=ms,name=ms` (the environment's form), a JSON object or a mapping; each in MIN..MAX_TIMEOUT_MS."""
         if isinstance(value, str) and value.lstrip().startswith("{"):
             import json
 
@@ -191,8 +195,8 @@ class Settings(_ConcertoSettings):
             value = {k.strip(): v.strip() for k, v in (e.split("=") for e in entries)}
         if isinstance(value, dict):
             for name, ms in value.items():
-                if not (str(ms).isdigit() and 1 <= int(ms) <= 600_000):
-                    raise ValueError(f"the timeout of {name} must be 1..600000 ms, not {ms!r}")
+                if not (str(ms).isdigit() and MIN_TIMEOUT_MS <= int(ms) <= MAX_TIMEOUT_MS):
+                    raise ValueError(f"the timeout of {name} must be {MIN_TIMEOUT_MS}..{MAX_TIMEOUT_MS} ms, not {ms!r}")
         return value
 
     @field_validator("llm_api_key", mode="before")

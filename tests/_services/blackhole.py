@@ -1,4 +1,5 @@
-"""A TCP listener that accepts connections and never reads or replies: a backend that hangs."""
+"""A TCP listener that accepts connections and never reads or replies: a backend that hangs
+(the one helper for it: `with blackhole() as hole`, then `hole.url` and `hole.connections`)."""
 
 from __future__ import annotations
 
@@ -39,6 +40,7 @@ class Blackhole:
 
 @contextmanager
 def blackhole() -> Iterator[Blackhole]:
+    """A `Blackhole` (its base URL is `.url`), closed with every connection it holds at the end."""
     hole = Blackhole()
     try:
         yield hole

@@ -1,15 +1,13 @@
-"""Backends that refuse or never answer, for tests of what clients say when they fail.
+"""A backend that refuses, for tests of what clients say when they fail (one that never
+answers is `_services.blackhole`).
 
 `locked_prometheus`: a real Prometheus (Debian's binary) that requires HTTP basic auth, so a
-wrong password in the URL gets Prometheus's own 401. `blackhole`: a listener that accepts
-connections and never replies (a hung backend), so clients time out.
+wrong password in the URL gets Prometheus's own 401.
 """
 
 from __future__ import annotations
 
-import socket
 import subprocess
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -47,29 +45,3 @@ def locked_prometheus(workdir: Path) -> Iterator[str]:
         yield f"http://127.0.0.1:{port}"
     finally:
         stop(proc)
-
-
-@contextmanager
-def blackhole() -> Iterator[str]:
-    """`http://127.0.0.1:PORT` of a listener that accepts every connection and never answers."""
-    server = socket.create_server(("127.0.0.1", 0))
-    held: list[socket.socket] = []
-    closing = threading.Event()
-
-    def accept() -> None:
-        while not closing.is_set():
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                return
-            held.append(conn)  # kept open, never read, never answered
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.getsockname()[1]}"
-    finally:
-        closing.set()
-        server.close()
-        for conn in held:
-            conn.close()

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -19,6 +21,23 @@ from _services.ports import free_port, stop
 class Served:
     base: str  # http://127.0.0.1:PORT
     process: subprocess.Popen[bytes]
+
+    def terminate_timed(self, wait_s: float = 60) -> float | None:
+        """Send SIGTERM and return the seconds from the signal to the process's exit (None: still
+        running after `wait_s`). A thread that only waits for the exit stops the clock, so a busy
+        test (its event loop reading the answers) does not stretch the time measured."""
+        exited: list[float] = []
+
+        def wait() -> None:
+            self.process.wait()
+            exited.append(time.monotonic())
+
+        waiting = threading.Thread(target=wait, name="serve-exit", daemon=True)
+        waiting.start()
+        started = time.monotonic()
+        self.process.send_signal(signal.SIGTERM)
+        waiting.join(wait_s)
+        return exited[0] - started if exited else None
 
 
 @contextmanager

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
-import subprocess
 import time
 from pathlib import Path
 
@@ -85,23 +85,37 @@ async def test_a_stopped_datetime_server_is_replaced(tmp_path: Path) -> None:
                     os.kill(stopped, sig)
 
 
+async def dispatched(client: httpx.AsyncClient, question: dict[str, str], seen: asyncio.Event) -> None:
+    """Ask `question` on the event stream; set `seen` once its datetime task is dispatched."""
+    async with client.stream("POST", "/v1/ask/stream", json=question) as reply:
+        async for line in reply.aiter_lines():
+            if line.startswith("data:") and json.loads(line[5:]).get("title") == "Dispatching datetime":
+                seen.set()
+
+
 async def test_sigterm_with_questions_on_a_stopped_server_stops_within_5_s(tmp_path: Path) -> None:
+    """Three questions wait on the stopped server, and would for two minutes (their timeouts):
+    the server stops within 5 s of SIGTERM, timed from the signal to its exit."""
     question = {"query": "what time is it in Chicago?"}
-    with running_serve({"CONCERTO_DATA_DIR": str(tmp_path)}, ready="/ready", timeout_s=180) as served:
+    env = {
+        "CONCERTO_DATA_DIR": str(tmp_path),
+        "CONCERTO_AGENT_TIMEOUTS": "datetime=120000",  # no question ends on its own during the test
+        "CONCERTO_CITY_REQUEST_TIMEOUT_MS": "120000",
+    }
+    with running_serve(env, ready="/ready", timeout_s=180) as served:
         async with httpx.AsyncClient(base_url=served.base, timeout=60) as client:
             assert (await client.post("/v1/ask", json=question)).status_code == 200
             (stopped,) = children_running("datetime_server", served.process.pid)
             try:
                 os.kill(stopped, signal.SIGSTOP)
-                asking = [asyncio.ensure_future(client.post("/v1/ask", json=question)) for _ in range(3)]
-                await asyncio.sleep(1.5)  # waiting on the stopped server (its request timeout is 5 s)
-                started = time.monotonic()
-                served.process.send_signal(signal.SIGTERM)
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    await asyncio.to_thread(served.process.wait, 60)
-                took = time.monotonic() - started
+                seen = [asyncio.Event() for _ in range(3)]
+                asking = [asyncio.ensure_future(dispatched(client, question, s)) for s in seen]
+                # in flight: each one's task dispatched to the stopped server
+                await asyncio.wait_for(asyncio.gather(*(s.wait() for s in seen)), 60)
+                assert not any(a.done() for a in asking)
+                took = await asyncio.to_thread(served.terminate_timed, 60)
                 await asyncio.gather(*asking, return_exceptions=True)
-                assert served.process.poll() is not None, "concerto serve was still running 60 s after SIGTERM"
+                assert took is not None, "concerto serve was still running 60 s after SIGTERM"
                 assert took < 5, f"concerto serve took {took:.1f} s to stop"
                 assert not running(stopped), "the stopped MCP server outlived concerto serve"
             finally:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from _services.locked import blackhole
+from _services.blackhole import blackhole
 from _services.ports import dead_url
 from concerto.llm.base import LLMError, Message
 from concerto.llm.openai_compat import OpenAICompatibleLLM
@@ -37,8 +37,8 @@ async def test_an_unreachable_endpoint_is_named_without_its_password() -> None:
 
 
 async def test_an_endpoint_that_never_answers_is_named_without_its_password() -> None:
-    with blackhole() as url:
-        error = await _error(_with_password(url), timeout_s=0.3)
+    with blackhole() as hole:
+        error = await _error(_with_password(hole.url), timeout_s=0.3)
     assert error.kind == "timeout"
 
 

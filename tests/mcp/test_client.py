@@ -112,11 +112,15 @@ async def test_a_slow_tool_keeps_its_server() -> None:
         assert server.connected
 
 
-async def test_a_server_killed_mid_call_fails_fast_and_is_restarted() -> None:
+async def test_a_server_killed_mid_call_fails_fast_and_is_restarted(tmp_path: Path) -> None:
+    received = tmp_path / "received"
     async with clock_server(request_timeout_s=60) as server:
         first = await whoami(server)
-        call = asyncio.ensure_future(server.call("sleep", {"seconds": 30}))
-        await asyncio.sleep(0.5)
+        call = asyncio.ensure_future(server.call("sleep", {"seconds": 30, "received": str(received)}))
+        deadline = time.monotonic() + 30
+        while not received.exists():  # killed mid-call: after the server has the request, never before
+            assert time.monotonic() < deadline and not call.done(), "the call never reached the server"
+            await asyncio.sleep(0.02)
         started = time.monotonic()
         os.kill(first, signal.SIGKILL)
         with pytest.raises(MCPCallError, match="closed the connection") as err:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from _services.locked import blackhole
+from _services.blackhole import blackhole
 from _services.ports import dead_url
 from concerto.mcp.client import MCPCallError, MCPServer
 from concerto.mcp.spec import ServerSpec
@@ -35,7 +35,7 @@ def test_header_and_credential_env_values_are_masked_anywhere() -> None:
 @pytest.mark.parametrize("where", ["refused", "blackhole"])
 async def test_a_connection_error_names_the_server_without_its_password(where: str) -> None:
     with blackhole() as hole:
-        url = (hole if where == "blackhole" else dead_url()).replace("http://", f"http://user:{PASSWORD}@") + "/mcp"
+        url = (hole.url if where == "blackhole" else dead_url()).replace("http://", f"http://user:{PASSWORD}@") + "/mcp"
         server = MCPServer(ServerSpec(name="notes", url=url), connect_timeout_s=0.5, request_timeout_s=0.5)
         try:
             with pytest.raises(MCPCallError) as caught:

@@ -10,6 +10,7 @@ and uvloop (what `concerto serve` runs on), whose timers and clock differ in rou
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
@@ -18,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import uvloop
 
 from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentResult
 from concerto.agents.registry import AgentRegistry
@@ -28,6 +28,7 @@ from concerto.contracts.orchestrator import OrchestratorInput
 from concerto.contracts.plan import AgentTask, OrchestrationPlan
 from concerto.orchestrator.events import EventStream
 from concerto.orchestrator.executor import Executor, Runner
+from concerto.orchestrator.timeouts import Timeouts
 from concerto.resources import Resources
 from concerto.settings import Settings
 from concerto.testing import fake_agent
@@ -42,13 +43,23 @@ class Backend:
 
     def run(self, main: Coroutine[Any, Any, Any]) -> Any:
         """`asyncio.run` on this backend's event loop."""
-        with asyncio.Runner(loop_factory=uvloop.new_event_loop if self.loop == "uvloop" else None) as runner:
+        factory = importlib.import_module("uvloop").new_event_loop if self.loop == "uvloop" else None
+        with asyncio.Runner(loop_factory=factory) as runner:
             return runner.run(main)
 
 
+NO_UVLOOP = pytest.mark.skipif(
+    importlib.util.find_spec("uvloop") is None,
+    reason="uvloop is not installed (the dev extra leaves it out on Windows)",
+)
+
+
 @pytest.fixture(
-    params=[Backend(where, loop) for where in ("local", "ray") for loop in ("asyncio", "uvloop")],
-    ids=lambda b: f"{b.where}-{b.loop}",
+    params=[
+        pytest.param(Backend(where, loop), marks=[NO_UVLOOP] if loop == "uvloop" else [], id=f"{where}-{loop}")
+        for where in ("local", "ray")
+        for loop in ("asyncio", "uvloop")
+    ],
 )
 def backend(request: pytest.FixtureRequest) -> Backend:
     if request.param.where == "ray":
@@ -128,7 +139,8 @@ def run(backend: Backend, plan: OrchestrationPlan, registry: AgentRegistry, **kw
     instances = {n: registry.get(n)(settings, resources) for n in registry.names()}
     make_context = context_factory(settings, resources, kw.pop("query", None))
     events = EventStream("q")
-    executor = Executor(instances.__getitem__, kw.pop("cap", 8), runner=runner_for(backend, settings))
+    runner = runner_for(backend, settings)
+    executor = Executor(instances.__getitem__, kw.pop("cap", 8), runner=runner, timeouts=kw.pop("timeouts", None))
     t0 = time.time()
     # bounded: a plan that never ends fails its test instead of hanging the suite
     results = backend.run(asyncio.wait_for(executor.execute(plan, make_context, events, **kw), 60))
@@ -438,6 +450,6 @@ def test_an_agent_that_catches_its_timeout_does_not_spoil_the_fallbacks(backend:
 
     reg = AgentRegistry([Stubborn, timed("slow", 10)])
     plan = OrchestrationPlan(tasks=[task("S", "stubborn", timeout_ms=300, fallback_agent="slow")])
-    (x,) = run(backend, plan, reg).results
+    (x,) = run(backend, plan, reg, timeouts=Timeouts(per_agent={"slow": 300})).results  # the fallback's own
     assert x.used_fallback and x.status is ExecutionStatus.TIMEOUT
     assert x.errors[-1].agent == "slow" and x.errors[-1].error_type == "timeout"

@@ -4,37 +4,49 @@ timeout, once however many questions wait for it, with progress as events and li
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
+import pytest
+
 from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentInfo, AgentResult, FirstUse
 from concerto.contracts.events import EventType
 from concerto.contracts.orchestrator import OrchestratorErrorResponse, OrchestratorInput, OrchestratorOutput
 from concerto.orchestrator.engine import Orchestrator
 from concerto.orchestrator.events import EventStream
-from concerto.orchestrator.first_use import FirstUseWork, about
+from concerto.orchestrator.first_use import FirstUseWork, about, machine_load
 
 PREPARE_S = 0.8
 ESTIMATE_S = 3.0  # what the agent declares: long enough to be announced on stderr (NOTICE_S)
 
 
 class Demo:
-    """Data an agent loads on first use, like the demo table: slow, idempotent, thread-safe."""
+    """Data an agent loads on first use, like the demo table: slow, idempotent, thread-safe.
 
-    def __init__(self, fail: int = 0) -> None:
+    With `held`, a load does not end before the test sets `release` (a hung preparation, or
+    one the test checks while it runs); `started` is set when a load begins."""
+
+    def __init__(self, fail: int = 0, held: bool = False) -> None:
         self.loaded = False
         self.runs = 0
         self.fail = fail  # fail this many times first
         self.lock = threading.Lock()
+        self.started = threading.Event()
+        self.release = threading.Event()
+        if not held:
+            self.release.set()
 
     def load(self) -> None:
         with self.lock:
             if self.loaded:
                 return
             self.runs += 1
+            self.started.set()
+            self.release.wait(60)
             time.sleep(PREPARE_S)
             if self.fail:
                 self.fail -= 1
@@ -42,9 +54,10 @@ class Demo:
             self.loaded = True
 
 
-def demo_agent(name: str, demo: Demo, timeout_ms: int = 300) -> type[Agent]:
+def demo_agent(name: str, demo: Demo, timeout_ms: int = 300, lazy: bool = True) -> type[Agent]:
     """An agent that answers in a moment once its data is loaded, and loads it itself when
-    asked first (as the analytics agents do): within its timeout only if prepared before."""
+    asked first (as the analytics agents do): within its timeout only if prepared before.
+    Not `lazy`: it answers without the data (as an agent whose own connection works)."""
 
     class DemoAgent(Agent):
         info: ClassVar[AgentInfo] = AgentInfo(
@@ -57,6 +70,8 @@ def demo_agent(name: str, demo: Demo, timeout_ms: int = 300) -> type[Agent]:
             return FirstUse("test.demo", "the test data", ESTIMATE_S, demo.load)
 
         async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
+            if not lazy:
+                return AgentResult(summary=f"{name} answered without the data")
             try:
                 await asyncio.to_thread(demo.load)
             except OSError as exc:
@@ -158,12 +173,18 @@ async def test_a_question_that_does_not_need_the_work_does_not_wait(
 async def test_prepare_does_every_agents_work_and_status_says_what_is_running(
     make_orchestrator: Callable[..., Orchestrator],
 ) -> None:
-    demo = Demo()
+    demo = Demo(held=True)
     orch = make_orchestrator(demo_agent("reader", demo))
+    orch.first_use = FirstUseWork(patience=0, floor_s=0)  # a question would not wait: start-up does
     started = asyncio.create_task(orch.prepare())
-    await asyncio.sleep(PREPARE_S / 4)
-    assert orch.first_use.status() == (["the test data"], {})
-    assert orch.first_use.readiness(started) == (False, "preparing the test data (first use)")
+    try:
+        assert await asyncio.to_thread(demo.started.wait, 30)
+        assert orch.first_use.status() == (["the test data"], {})
+        assert orch.first_use.readiness(started) == (False, "preparing the test data (first use)")
+        await asyncio.sleep(0.1)
+        assert not started.done()
+    finally:
+        demo.release.set()
     await started
     assert orch.first_use.readiness(started) == (True, None)
     assert demo.loaded and orch.first_use.status() == ([], {})
@@ -171,22 +192,33 @@ async def test_prepare_does_every_agents_work_and_status_says_what_is_running(
 
 
 async def test_a_cancelled_question_leaves_the_work_running_for_the_next() -> None:
-    demo = Demo()
+    demo = Demo(held=True)
     work = FirstUseWork()
     agent = demo_agent("reader", demo)(None, None)  # type: ignore[arg-type]
     waiting = asyncio.create_task(work.prepare([agent]))
-    await asyncio.sleep(PREPARE_S / 4)
-    waiting.cancel()
-    await asyncio.gather(waiting, return_exceptions=True)
+    try:
+        assert await asyncio.to_thread(demo.started.wait, 30)
+        waiting.cancel()
+        await asyncio.gather(waiting, return_exceptions=True)
+    finally:
+        demo.release.set()
     await work.prepare([agent])  # joins the same run, which finished on its own
     assert demo.loaded and demo.runs == 1
 
 
-def test_the_estimate_grows_with_the_load() -> None:
+def test_the_estimate_grows_with_the_load(monkeypatch: pytest.MonkeyPatch) -> None:
     assert about(3.0, 0.2) == 3  # an idle machine: as declared
     assert about(3.0, 1.5) == 4  # two busy processes on two cores and this one: 2/3 of a core
     assert about(0.1, 0.0) == 1  # never "about 0 s"
-    assert about(3.0) >= 3  # the machine's own load average
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(os, "getloadavg", lambda: (15.0, 1.0, 1.0))
+    assert machine_load() == 7.5 and about(3.0) == 22  # the machine's own 1-minute load per core
+
+    def unknown() -> tuple[float, float, float]:
+        raise OSError("no load average here")
+
+    monkeypatch.setattr(os, "getloadavg", unknown)
+    assert machine_load() == 0.0 and about(3.0) == 3  # a platform without one: as declared
 
 
 async def test_async_work_runs_on_the_loop_and_short_work_is_not_announced(
@@ -209,9 +241,52 @@ async def test_async_work_runs_on_the_loop_and_short_work_is_not_announced(
 
     orch = make_orchestrator(Session)
     said: list[str] = []
-    orch.first_use.notify = said.append
+    orch.first_use = FirstUseWork(said.append, load=lambda: 0.0)  # an idle machine, whatever this one's load
     result, events = await _ask(orch)
     assert isinstance(result, OrchestratorOutput) and result.response == "open"
     assert started == [asyncio.get_running_loop()]
     assert said == []  # about a fifth of a second: not worth a line (the events say it)
     assert any(e.title.startswith("Preparing the test server (first use, about") for e in events)
+
+
+async def test_a_hung_preparation_does_not_hang_the_questions_that_need_it(
+    make_orchestrator: Callable[..., Orchestrator],
+) -> None:
+    demo = Demo(held=True)  # hangs until the test releases it
+    orch = make_orchestrator(demo_agent("reader", demo, lazy=False))
+    said: list[str] = []
+    # Waits at most 0.1 x the 3 s estimate (0.3 s) after the preparation started.
+    orch.first_use = FirstUseWork(said.append, load=lambda: 0.0, patience=0.1, floor_s=0.3)
+    try:
+        for _ in range(2):  # the second question finds it overdue already and does not wait
+            result, events = await asyncio.wait_for(_ask(orch), 30)
+            assert isinstance(result, OrchestratorOutput), result
+            assert result.response == "reader answered without the data"
+            titles = [e.title for e in events]
+            overdue = next(i for i, t in enumerate(titles) if t.startswith("Still preparing the test data after "))
+            assert "asking the agents anyway" in titles[overdue] and events[overdue].details["overdue"] is True
+            assert overdue < titles.index("Dispatching agents")
+            assert orch.first_use.status() == (["the test data"], {})  # it goes on in the background
+        assert demo.runs == 1
+        assert said[0].startswith("Preparing the test data") and said[1].startswith("Still preparing the test data")
+        assert len(said) == 2  # the second question joined the run: the first one said it
+    finally:
+        demo.release.set()
+    await orch.first_use.prepare([orch.agent("reader")], bounded=False)  # joins the same run
+    assert demo.loaded and demo.runs == 1 and orch.first_use.status() == ([], {})
+    result, events = await _ask(orch)
+    assert isinstance(result, OrchestratorOutput) and not [e for e in events if "first_use" in e.details]
+
+
+async def test_the_wait_for_a_preparation_ends_at_the_questions_deadline(
+    make_orchestrator: Callable[..., Orchestrator],
+) -> None:
+    demo = Demo(held=True)
+    orch = make_orchestrator(demo_agent("reader", demo))
+    orch.first_use = FirstUseWork(load=lambda: 0.0, floor_s=600)  # only the deadline ends the wait
+    try:
+        result, events = await asyncio.wait_for(_ask(orch, max_latency_ms=500), 30)
+        assert isinstance(result, OrchestratorErrorResponse) and result.error_category == "timeout", result
+        assert any(e.title.startswith("Still preparing the test data after ") for e in events)
+    finally:
+        demo.release.set()

@@ -94,3 +94,74 @@ async def test_intent_tables_give_way_to_the_users_setting(tmp_path: Path) -> No
     planner = Planner(infos, specs, timeouts=Timeouts(per_agent={"a": 90000}, min_ms=8000))
     plan, _ = await planner.plan("q", decision)
     assert [t.timeout_ms for t in plan.tasks] == [90000, 8000]
+
+
+def _with_fallback(tmp_path: Path, primary: str, fallback: str) -> Path:
+    """An intent table that asks `primary` with `fallback` standing in for it on a timeout (an
+    intent named after the agent is the plan of a question asked of it directly)."""
+    table = tmp_path / "fallback.yaml"
+    table.write_text(
+        f"intents:\n  {primary}:\n    tasks:\n      - {{agent: {primary}, fallback_agent: {fallback}}}\n",
+        encoding="utf-8",
+    )
+    return table
+
+
+def backup_agent(declared_ms: int = 100, delay_s: float = 0.5) -> type[Agent]:
+    """The fallback: as slow as `slow_agent`, declaring a timeout of its own."""
+    cls = fake_agent("backup", delay_s=delay_s, summary="backup done")
+    cls.info = cls.info.model_copy(update={"default_timeout_ms": declared_ms})
+    return cls
+
+
+async def test_a_fallback_runs_under_its_own_timeout_and_its_error_names_it(
+    make_orchestrator: Callable[..., Orchestrator], tmp_path: Path
+) -> None:
+    table = _with_fallback(tmp_path, "slow", "backup")
+    agents = (slow_agent(declared_ms=300), backup_agent(declared_ms=100))
+    result = await make_orchestrator(*agents, intents_file=table).ask("q", agent="slow")
+    assert isinstance(result, OrchestratorErrorResponse) and result.partial_results
+    (response,) = result.partial_results
+    assert response.used_fallback and response.agent == "backup"
+    first, second = response.errors
+    assert first.agent == "slow" and first.message == "slow did not answer within 300 ms"
+    assert first.suggestion == timeout_suggestion("slow", 300)
+    # The fallback had its own 100 ms (not slow's 300), and the error says to raise backup's.
+    assert second.agent == "backup" and second.message == "backup did not answer within 100 ms"
+    assert second.suggestion == timeout_suggestion("backup", 100)
+    # The setting the error names, set for the fallback: it answers.
+    orch = make_orchestrator(*agents, intents_file=table, agent_timeouts={"backup": 5000})
+    result = await orch.ask("q", agent="slow")
+    assert isinstance(result, OrchestratorOutput), result
+    assert result.agent_results[0].agent == "backup" and result.response == "backup done"
+
+
+def test_a_timeout_error_says_when_the_setting_misspells_the_agent() -> None:
+    timeouts = Timeouts(per_agent={"segmentaton": 60000, "kpi": 45000})
+    said = timeouts.suggestion("segmentation", 20000)
+    assert (
+        said
+        == timeout_suggestion("segmentation", 20000) + " (CONCERTO_AGENT_TIMEOUTS sets segmentaton, not segmentation.)"
+    )
+    assert timeouts.suggestion("weather", 7500) == timeout_suggestion("weather", 7500)  # nothing like it
+    assert Timeouts(per_agent={"kpi": 500}).suggestion("kpi", 500) == timeout_suggestion("kpi", 500)
+
+
+def test_unknown_agent_names_are_warned_of_unless_installed_but_not_selected() -> None:
+    timeouts = Timeouts(per_agent={"slow": 1, "slwo": 2, "kpi": 3, "zzz": 4})
+    assert timeouts.unknown(loaded=["slow", "echo"], installed=["slow", "echo", "kpi"]) == [
+        "CONCERTO_AGENT_TIMEOUTS names 'slwo', which is no agent here: its timeout is not used (did you mean slow?)",
+        "CONCERTO_AGENT_TIMEOUTS names 'zzz', which is no agent here: its timeout is not used",
+    ]
+
+
+async def test_start_up_warns_of_agent_timeouts_for_no_agent(caplog: pytest.LogCaptureFixture, tmp_path: Path) -> None:
+    """With the installed packs and `CONCERTO_AGENTS=echo`: the KPI agent is installed but not
+    selected (no warning), `echoo` is no agent (a warning); start-up goes on."""
+    settings = Settings(data_dir=tmp_path, store_events=False, agents="echo", agent_timeouts={"kpi": 1, "echoo": 2})
+    async with Orchestrator(settings) as orch:
+        assert orch.registry.names() == ["echo"]
+    warned = [r.getMessage() for r in caplog.records if r.name == "concerto.orchestrator.engine"]
+    assert warned == [
+        "CONCERTO_AGENT_TIMEOUTS names 'echoo', which is no agent here: its timeout is not used (did you mean echo?)"
+    ]

@@ -80,6 +80,11 @@ class Packs:
     def names(self) -> list[str]:
         return [p.name for p in self.packs]
 
+    @property
+    def known(self) -> frozenset[str]:
+        """Every static agent's name and pack label, selected or not (once `registry` has run)."""
+        return frozenset(self._known)
+
     def fail(self, pack: str, part: str, error: BaseException | str) -> None:
         """Record (and log) a failure; the pack's other parts and the other packs go on."""
         failure = PackFailure(pack, part, str(error))

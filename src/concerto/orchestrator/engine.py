@@ -74,7 +74,10 @@ class Orchestrator:
         self._planner: Planner
         self._synthesizer: Synthesizer
         self._started = False
-        self.executor = Executor(self.agent, self.settings.max_concurrency, runner=_runner(self.settings))
+        self.timeouts = Timeouts.of_settings(self.settings)
+        self.executor = Executor(
+            self.agent, self.settings.max_concurrency, runner=_runner(self.settings), timeouts=self.timeouts
+        )
         self.first_use = FirstUseWork()  # set `first_use.notify` to show its progress lines
 
     # -- set-up -----------------------------------------------------------------------
@@ -90,6 +93,8 @@ class Orchestrator:
             except RegistryError as exc:
                 self.packs.fail(cls.info.pack, "discover", exc)
         self._router = None
+        for warning in self.timeouts.unknown(self.registry.names(), self.packs.known):
+            log.warning("%s", warning)
 
     def agent(self, name: str) -> Agent:
         """The shared instance of an agent, created on first use."""
@@ -112,9 +117,7 @@ class Orchestrator:
                 self._intents,
                 llm=self.llm,
                 llm_retries=self.settings.llm_max_retries,
-                timeouts=Timeouts(
-                    self.settings.default_timeout_ms, self.settings.agent_timeouts, self.settings.min_timeout_ms
-                ),
+                timeouts=self.timeouts,
             )
             self._synthesizer = Synthesizer(infos, self.llm)
             self._router = Router(
@@ -130,7 +133,8 @@ class Orchestrator:
     async def prepare(self) -> None:
         """Do every agent's lasting first-use work now (demo data and its embeddings) instead of
         before the first question that needs it; `concerto serve` calls it at start-up."""
-        await self.first_use.prepare([self.agent(name) for name in self.registry.names()], lasting=True)
+        agents = [self.agent(name) for name in self.registry.names()]
+        await self.first_use.prepare(agents, lasting=True, bounded=False)  # `/ready` says it is not ready meanwhile
 
     async def aclose(self) -> None:
         """Close agents and shared resources."""
@@ -301,7 +305,9 @@ class Orchestrator:
 
         t = time.perf_counter()
         needed = dict.fromkeys(a for task in plan.tasks for a in (task.agent, task.fallback_agent) if a)
-        await self.first_use.prepare([self.agent(a) for a in needed], request, events)  # outside the timeouts
+        until = start + request.max_latency_ms / 1000 if request.max_latency_ms else None
+        # Outside the tasks' timeouts, inside the question's deadline; bounded (first_use.py).
+        await self.first_use.prepare([self.agent(a) for a in needed], request, events, until=until)
         if (waited := elapsed_ms(t)) >= 1:
             breakdown["first_use_ms"] = waited
 

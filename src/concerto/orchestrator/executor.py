@@ -1,9 +1,9 @@
 """Run a plan as a dependency graph: each task starts as soon as its own dependencies are done.
 
 No supersteps: with A→B (5 s) and A→C (2 s)→D (2 s), then B,D→E, E starts at 5 s.
-Per-task timeouts, a fallback agent on the listed failure kinds, a concurrency cap that
-admits ready tasks by priority, and the caller's deadline, after which what is still
-running is cancelled and what finished is returned.
+Per-task timeouts, a fallback agent on the listed failure kinds (under its own timeout,
+`timeouts.py`), a concurrency cap that admits ready tasks by priority, and the caller's
+deadline, after which what is still running is cancelled and what finished is returned.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from concerto.contracts.dispatch import AgentDispatchResponse
 from concerto.contracts.events import EventType
 from concerto.contracts.plan import AgentTask, OrchestrationPlan
 from concerto.orchestrator.events import EventStream
-from concerto.orchestrator.timeouts import timeout_suggestion
+from concerto.orchestrator.timeouts import Timeouts
 
 log = logging.getLogger(__name__)
 
@@ -87,13 +87,128 @@ def _expire(attempt: _Attempt, task: asyncio.Task[Any]) -> None:
     task.cancel()
 
 
+class _PlanRun:
+    """One plan being executed: what finished, what runs, what waits for how many dependencies,
+    and how a finished task starts its dependents (`Executor.execute` drives it)."""
+
+    __slots__ = (
+        "by_id",
+        "dependents",
+        "events",
+        "executor",
+        "finished",
+        "gate",
+        "loop",
+        "make_context",
+        "prepared",
+        "results",
+        "running",
+        "start",
+        "stopping",
+        "tasks",
+        "waiting",
+    )
+
+    def __init__(
+        self,
+        executor: Executor,
+        tasks: list[AgentTask],
+        make_context: ContextFactory,
+        events: EventStream,
+        gate: _PriorityGate | None,
+        prepared: Mapping[str, dict[str, Any]],
+    ) -> None:
+        self.executor, self.tasks, self.make_context, self.events = executor, tasks, make_context, events
+        self.gate, self.prepared = gate, prepared
+        self.start = time.perf_counter()
+        self.loop = asyncio.get_running_loop()
+        self.by_id = {t.task_id: t for t in tasks}
+        self.waiting = {t.task_id: len(t.depends_on) for t in tasks}
+        self.dependents: dict[str, list[str]] = {t.task_id: [] for t in tasks}
+        for t in tasks:
+            for dep in t.depends_on:
+                self.dependents[dep].append(t.task_id)
+        self.results: dict[str, AgentDispatchResponse] = {}
+        self.running: dict[str, asyncio.Task[AgentDispatchResponse]] = {}
+        self.finished: asyncio.Future[None] = self.loop.create_future()
+        self.stopping = False  # the deadline expired or the caller left: cancelled tasks are not settled
+
+    def launch(self, task: AgentTask) -> None:
+        """Start `task`, whose dependencies are done; skip it when one of them did not complete."""
+        deps = [self.results[d] for d in task.depends_on]
+        failed = [d for d in deps if d.status is not ExecutionStatus.COMPLETED]
+        if failed:
+            names = ", ".join(f"{d.agent} ({d.status.value})" for d in failed)
+            skipped = _skipped(task, f"skipped because it depends on {names}")
+            self.events.emit(
+                EventType.ERROR,
+                f"{task.agent} skipped",
+                source=task.agent,
+                task_id=task.task_id,
+                step=99,
+                details={"reason": skipped.errors[0].message},
+            )
+            self.settle(task.task_id, skipped)
+            return
+        executor, prepared = self.executor, self.prepared.get(task.task_id)
+        coro = (
+            executor._run_with_fallback(
+                task, self.make_context, deps, self.events, time.perf_counter(), prepared, self.by_id
+            )
+            if self.gate is None
+            else executor._gated(task, self.make_context, deps, self.events, prepared, self.by_id, self.gate)
+        )
+        runner = self.loop.create_task(coro)
+        self.running[task.task_id] = runner
+        runner.add_done_callback(functools.partial(self._on_done, task.task_id))
+
+    def _on_done(self, task_id: str, runner: asyncio.Task[AgentDispatchResponse]) -> None:
+        self.running.pop(task_id, None)
+        if runner.cancelled():
+            if not self.stopping:  # cancelled by someone other than this plan: settle it, never hang
+                self.settle(task_id, _interrupted(self.by_id[task_id], self.start))
+            return
+        exc = runner.exception()
+        if exc is None:
+            self.settle(task_id, runner.result())
+        else:  # a bug in the executor itself: report it for this task, never hang the plan
+            log.error("task %s crashed in the executor", task_id, exc_info=exc)
+            self.settle(task_id, _crashed(self.by_id[task_id], exc))
+
+    def settle(self, task_id: str, response: AgentDispatchResponse) -> None:
+        """Record `task_id`'s response and start the dependents it was the last one missing."""
+        self.results[task_id] = response
+        waiting = self.waiting
+        for child in self.dependents[task_id]:
+            waiting[child] -= 1
+            if waiting[child] == 0:
+                self.launch(self.by_id[child])
+        if len(self.results) == len(self.tasks) and not self.finished.done():
+            self.finished.set_result(None)
+
+    def stop(self) -> list[asyncio.Task[AgentDispatchResponse]]:
+        """Cancel what is running (it is not settled: the caller answers for it); those tasks."""
+        self.stopping = True
+        pending = list(self.running.values())
+        for runner in pending:
+            runner.cancel()
+        return pending
+
+
 class Executor:
     """Executes plans against instantiated agents; one instance serves many queries."""
 
-    def __init__(self, agents: Callable[[str], Agent], max_concurrency: int = 8, runner: Runner | None = None) -> None:
+    def __init__(
+        self,
+        agents: Callable[[str], Agent],
+        max_concurrency: int = 8,
+        runner: Runner | None = None,
+        timeouts: Timeouts | None = None,
+    ) -> None:
         self._agent = agents
         self.max_concurrency = max_concurrency
         self.runner = runner  # everything but `run` itself (payloads, timeouts, fallbacks, events) stays here
+        self.timeouts = timeouts or Timeouts()  # a fallback's timeout (a task's own is in the plan)
 
     async def execute(
         self,
@@ -113,97 +228,30 @@ class Executor:
         tasks = plan.tasks
         if not tasks:
             return []
-        start = time.perf_counter()
-        loop = asyncio.get_running_loop()
         cap = max_concurrency or self.max_concurrency
         gate = _PriorityGate(cap) if cap < len(tasks) else None
-        prepared = prepared or {}
-        by_id = {t.task_id: t for t in tasks}
-        waiting = {t.task_id: len(t.depends_on) for t in tasks}
-        dependents: dict[str, list[str]] = {t.task_id: [] for t in tasks}
-        for t in tasks:
-            for dep in t.depends_on:
-                dependents[dep].append(t.task_id)
-        results: dict[str, AgentDispatchResponse] = {}
-        running: dict[str, asyncio.Task[AgentDispatchResponse]] = {}
-        finished = loop.create_future()
-        stopping = False  # the deadline expired or the caller left: cancelled tasks are not settled
-
-        def launch(task: AgentTask) -> None:
-            deps = [results[d] for d in task.depends_on]
-            failed = [d for d in deps if d.status is not ExecutionStatus.COMPLETED]
-            if failed:
-                names = ", ".join(f"{d.agent} ({d.status.value})" for d in failed)
-                skipped = _skipped(task, f"skipped because it depends on {names}")
-                events.emit(
-                    EventType.ERROR,
-                    f"{task.agent} skipped",
-                    source=task.agent,
-                    task_id=task.task_id,
-                    step=99,
-                    details={"reason": skipped.errors[0].message},
-                )
-                settle(task.task_id, skipped)
-                return
-            ready = time.perf_counter()
-            coro = (
-                self._run_with_fallback(task, make_context, deps, events, ready, prepared.get(task.task_id), by_id)
-                if gate is None
-                else self._gated(task, make_context, deps, events, prepared.get(task.task_id), by_id, gate)
-            )
-            runner = loop.create_task(coro)
-            running[task.task_id] = runner
-            runner.add_done_callback(functools.partial(on_done, task.task_id))
-
-        def on_done(task_id: str, runner: asyncio.Task[AgentDispatchResponse]) -> None:
-            running.pop(task_id, None)
-            if runner.cancelled():
-                if not stopping:  # cancelled by someone other than this plan: settle it, never hang
-                    settle(task_id, _interrupted(by_id[task_id], start))
-                return
-            exc = runner.exception()
-            if exc is None:
-                settle(task_id, runner.result())
-            else:  # a bug in the executor itself: report it for this task, never hang the plan
-                log.error("task %s crashed in the executor", task_id, exc_info=exc)
-                settle(task_id, _crashed(by_id[task_id], exc))
-
-        def settle(task_id: str, response: AgentDispatchResponse) -> None:
-            results[task_id] = response
-            for child in dependents[task_id]:
-                waiting[child] -= 1
-                if waiting[child] == 0:
-                    launch(by_id[child])
-            if len(results) == len(tasks) and not finished.done():
-                finished.set_result(None)
-
+        run = _PlanRun(self, tasks, make_context, events, gate, prepared or {})
         for task in tasks:
             if not task.depends_on:
-                launch(task)
+                run.launch(task)
         try:
             if deadline_ms is None:
-                await finished
-                return [results[t.task_id] for t in tasks]
-            done, _ = await asyncio.wait([finished], timeout=deadline_ms / 1000)
+                await run.finished
+                return [run.results[t.task_id] for t in tasks]
+            done, _ = await asyncio.wait([run.finished], timeout=deadline_ms / 1000)
         except asyncio.CancelledError:  # the caller gave up (client gone): stop our tasks too
-            stopping = True
-            for runner in list(running.values()):
-                runner.cancel()
+            run.stop()
             raise
         if not done:
-            pending = list(running.values())
             events.emit(
                 EventType.ERROR,
-                f"Deadline of {deadline_ms:.0f} ms expired; cancelling {len(pending)} running task(s)",
+                f"Deadline of {deadline_ms:.0f} ms expired; cancelling {len(run.running)} running task(s)",
                 step=99,
                 details={"deadline_ms": deadline_ms},
             )
-            stopping = True
-            for runner in pending:
-                runner.cancel()
-            await asyncio.gather(*pending, return_exceptions=True)
-            finished.cancel()
-        return [results.get(t.task_id) or _cancelled(t, start, deadline_ms) for t in tasks]
+            await asyncio.gather(*run.stop(), return_exceptions=True)
+            run.finished.cancel()
+        return [run.results.get(t.task_id) or _cancelled(t, run.start, deadline_ms) for t in tasks]
 
     async def _gated(
         self,
@@ -233,7 +281,7 @@ class Executor:
         by_id: Mapping[str, AgentTask],
     ) -> AgentDispatchResponse:
         previous = [_previous(d, by_id[d.task_id]) for d in deps] if deps else None
-        first = await self._attempt(task, task.agent, make_context, deps, events, prepared, previous)
+        first = await self._attempt(task, task.agent, task.timeout_ms, make_context, deps, events, prepared, previous)
         errors = [first.error] if first.error else []
         final, agent_name, fallback_reason = first, task.agent, None
         if first.error is not None and task.fallback_agent and first.error.kind in task.fallback_on:
@@ -245,7 +293,8 @@ class Executor:
                 details={"reason": fallback_reason},
             )
             agent_name = task.fallback_agent
-            final = await self._attempt(task, agent_name, make_context, deps, events, None, previous)
+            timeout_ms = self.timeouts.of(agent_name, self._agent(agent_name).info.default_timeout_ms)
+            final = await self._attempt(task, agent_name, timeout_ms, make_context, deps, events, None, previous)
             if final.error:
                 errors.append(final.error)
         total = (time.perf_counter() - ready) * 1000
@@ -275,6 +324,7 @@ class Executor:
         self,
         task: AgentTask,
         agent_name: str,
+        timeout_ms: int,
         make_context: ContextFactory,
         deps: list[AgentDispatchResponse],
         events: EventStream,
@@ -290,26 +340,23 @@ class Executor:
             source="orchestrator",
             task_id=task.task_id,
             step=4,
-            details={"timeout_ms": task.timeout_ms},
+            details={"timeout_ms": timeout_ms},
         )
         t0 = time.perf_counter()
         # A bare timer instead of asyncio.timeout(): same semantics here, a third of the cost,
         # which matters because every task of every plan pays it.
         me = asyncio.current_task()
         assert me is not None
-        timer = asyncio.get_running_loop().call_later(task.timeout_ms / 1000, _expire, attempt, me)
+        timer = asyncio.get_running_loop().call_later(timeout_ms / 1000, _expire, attempt, me)
         try:
+            request = task.request or context.query.query
             if prepared is not None and agent_name == task.agent:
                 payload = prepared
             elif type(agent).prepare is Agent.prepare:  # the default: skip a coroutine per task
-                payload = {"request": task.request or context.query.query}
+                payload = {"request": request}
             else:
-                payload = await agent.prepare(task.request or context.query.query, context)
-            payload = {**payload, **context.query.payload_parameters(), **task.input_payload}
-            payload.setdefault("request", task.request or context.query.query)
-            if previous:
-                payload["previous_results"] = previous
-            attempt.payload = payload
+                payload = await agent.prepare(request, context)
+            attempt.payload = payload = _completed(payload, request, task, context, previous)
             t0 = time.perf_counter()
             work = agent.run(context, payload) if self.runner is None else self.runner(agent, context, payload)
             attempt.result = await work
@@ -317,66 +364,99 @@ class Executor:
             if not attempt.expired or me.cancelling() > 1:
                 raise  # not this task's timer, or the deadline or the caller as well: theirs wins
             attempt.status = ExecutionStatus.TIMEOUT
-            attempt.error = AgentError(
-                agent=agent_name,
-                kind=ErrorKind.TIMEOUT,
-                error_type="timeout",
-                recoverable=True,
-                message=f"{agent_name} did not answer within {task.timeout_ms} ms",
-                suggestion=timeout_suggestion(task.agent, task.timeout_ms),
-            )
+            attempt.error = self._timed_out(agent_name, timeout_ms)
         except AgentFailure as exc:
             attempt.status = ExecutionStatus.FAILED
-            attempt.error = AgentError(
-                agent=agent_name,
-                kind=exc.kind,
-                error_type=exc.error_type,
-                message=exc.message,
-                suggestion=exc.suggestion,
-                details=exc.details,
-            )
+            attempt.error = _reported(agent_name, exc)
             if exc.output:
                 attempt.result = AgentResult(output=exc.output)
         except Exception as exc:  # an agent bug must not take the others down
             log.exception("agent %s raised", agent_name)
-            attempt.status = ExecutionStatus.FAILED
-            attempt.error = AgentError(
-                agent=agent_name,
-                kind=ErrorKind.ERROR,
-                error_type="agent_error",
-                message=f"{agent_name} failed: {type(exc).__name__}: {exc}"[:500],
-                details={"exception": type(exc).__name__},
-            )
-            if isinstance(exc, TimeoutError):  # a timeout inside the agent (its own client's)
-                attempt.status = ExecutionStatus.TIMEOUT
-                attempt.error.kind = ErrorKind.TIMEOUT
+            attempt.error = _raised(agent_name, exc)
+            # a timeout inside the agent (its own client's) is a timeout
+            attempt.status = ExecutionStatus.TIMEOUT if isinstance(exc, TimeoutError) else ExecutionStatus.FAILED
         finally:
             timer.cancel()
             if attempt.expired:  # the timer's cancel is answered (here, or by an agent that caught it)
                 me.uncancel()
         attempt.execution_ms = (time.perf_counter() - t0) * 1000
-        if attempt.error is None:
-            events.emit(
-                EventType.RESULT,
-                f"{agent_name} answered",
-                source=agent_name,
-                task_id=task.task_id,
-                step=6,
-                details={
-                    "ms": round(attempt.execution_ms, 3),
-                    "summary": attempt.result.summary if attempt.result else None,
-                },
-            )
-        else:
-            events.emit(
-                EventType.ERROR,
-                f"{agent_name}: {attempt.error.message}",
-                source=agent_name,
-                task_id=task.task_id,
-                step=99,
-                details={"error_type": attempt.error.error_type, "kind": attempt.error.kind.value},
-            )
+        _report(events, task, agent_name, attempt)
         return attempt
+
+    def _timed_out(self, agent_name: str, timeout_ms: int) -> AgentError:
+        """The error of an attempt its own timer ended: which setting gives the agent more time."""
+        return AgentError(
+            agent=agent_name,
+            kind=ErrorKind.TIMEOUT,
+            error_type="timeout",
+            recoverable=True,
+            message=f"{agent_name} did not answer within {timeout_ms} ms",
+            suggestion=self.timeouts.suggestion(agent_name, timeout_ms),
+        )
+
+
+def _completed(
+    payload: dict[str, Any],
+    request: str,
+    task: AgentTask,
+    context: AgentContext,
+    previous: list[dict[str, Any]] | None,
+) -> dict[str, Any]:
+    """An agent's payload with the question's parameters, the task's own input, its `request`
+    and what the tasks it depends on returned (`previous_results`)."""
+    payload = {**payload, **context.query.payload_parameters(), **task.input_payload}
+    payload.setdefault("request", request)
+    if previous:
+        payload["previous_results"] = previous
+    return payload
+
+
+def _reported(agent_name: str, exc: AgentFailure) -> AgentError:
+    """The error an agent reported by raising `AgentFailure`."""
+    return AgentError(
+        agent=agent_name,
+        kind=exc.kind,
+        error_type=exc.error_type,
+        message=exc.message,
+        suggestion=exc.suggestion,
+        details=exc.details,
+    )
+
+
+def _raised(agent_name: str, exc: Exception) -> AgentError:
+    """The error of an agent that raised something else (a bug, or its own client's timeout)."""
+    return AgentError(
+        agent=agent_name,
+        kind=ErrorKind.TIMEOUT if isinstance(exc, TimeoutError) else ErrorKind.ERROR,
+        error_type="agent_error",
+        message=f"{agent_name} failed: {type(exc).__name__}: {exc}"[:500],
+        details={"exception": type(exc).__name__},
+    )
+
+
+def _report(events: EventStream, task: AgentTask, agent_name: str, attempt: _Attempt) -> None:
+    """The event of an attempt's end: its answer, or its error."""
+    if attempt.error is None:
+        events.emit(
+            EventType.RESULT,
+            f"{agent_name} answered",
+            source=agent_name,
+            task_id=task.task_id,
+            step=6,
+            details={
+                "ms": round(attempt.execution_ms, 3),
+                "summary": attempt.result.summary if attempt.result else None,
+            },
+        )
+    else:
+        events.emit(
+            EventType.ERROR,
+            f"{agent_name}: {attempt.error.message}",
+            source=agent_name,
+            task_id=task.task_id,
+            step=99,
+            details={"error_type": attempt.error.error_type, "kind": attempt.error.kind.value},
+        )
 
 
 def _previous(response: AgentDispatchResponse, task: AgentTask) -> dict[str, Any]:

@@ -1,8 +1,9 @@
 """A small MCP server for the client's fault tests: it says which process it is, and sleeps on request.
 
 `whoami()` returns the server's PID (so a test can stop or kill it, and see that a call was
-answered by a new process); `sleep(seconds)` is a tool that is merely slow. With a port
-argument it serves streamable HTTP at /mcp instead of stdio.
+answered by a new process); `sleep(seconds)` is a tool that is merely slow, which first
+creates the file `received` when given one (so a test knows the call reached the server).
+With a port argument it serves streamable HTTP at /mcp instead of stdio.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from mcp.server.fastmcp import FastMCP
@@ -24,8 +26,10 @@ def whoami() -> dict[str, Any]:
 
 
 @server.tool(name="sleep")
-async def sleep(seconds: float) -> dict[str, Any]:
-    """Wait `seconds`, then answer."""
+async def sleep(seconds: float, received: str | None = None) -> dict[str, Any]:
+    """Wait `seconds`, then answer; first create the file `received`, if given."""
+    if received:
+        Path(received).touch()
     await asyncio.sleep(seconds)
     return {"slept": seconds}
 

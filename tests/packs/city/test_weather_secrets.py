@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from _services.locked import blackhole
+from _services.blackhole import blackhole
 from _services.ports import dead_url
 from concerto.packs.city.cities import resolve
 from concerto.packs.city.weather import WeatherError, current_temperature
@@ -20,6 +20,7 @@ async def test_an_unreachable_provider_is_named_without_its_password() -> None:
 
 
 async def test_a_provider_that_never_answers_is_named_without_its_password() -> None:
-    with blackhole() as url, pytest.raises(WeatherError, match=r"did not answer within 0\.3 s") as err:
-        await current_temperature(resolve("Boston"), url.replace("http://", f"http://user:{PASSWORD}@"), timeout_s=0.3)
+    with blackhole() as hole, pytest.raises(WeatherError, match=r"did not answer within 0\.3 s") as err:
+        url = hole.url.replace("http://", f"http://user:{PASSWORD}@")
+        await current_temperature(resolve("Boston"), url, timeout_s=0.3)
     assert PASSWORD not in str(err.value) and "user:***@" in str(err.value)

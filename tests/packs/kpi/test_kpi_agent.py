@@ -11,13 +11,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from concerto.agents.base import AgentContext, AgentFailure, AgentResult
+from concerto.agents.base import AgentContext, AgentFailure
 from concerto.agents.loader import load_registry
 from concerto.packs.kpi.agent import NO_DATA, KPIAgent
 from concerto.packs.kpi.formats import KPIQuery
 from concerto.packs.kpi.interpret import read_request
 from concerto.packs.kpi.store import KPIStore
 
+from .asking import ask, failure
 from .conftest import NOW
 
 SINGLE = "kpi-attrition-rate department-home-loan month-2025-05-01"
@@ -33,17 +34,6 @@ SPEC = {
     "kpi-attrition-rate department-home-loan previous 4 months": RANGE_N,
     "kpi-attrition-rate department-home-loan last month": SINGLE,
 }
-
-
-async def ask(agent: KPIAgent, context: AgentContext, question: str) -> AgentResult:
-    payload = await agent.prepare(question, context)
-    return await agent.run(context, payload)
-
-
-async def failure(agent: KPIAgent, context: AgentContext, question: str) -> AgentFailure:
-    with pytest.raises(AgentFailure) as info:
-        await ask(agent, context, question)
-    return info.value
 
 
 def test_registered_with_the_fixed_name() -> None:

@@ -24,8 +24,8 @@ from concerto.resources import Resources
 from concerto.settings import Settings
 from concerto.testing import make_context
 
+from .asking import ask, failure
 from .conftest import NOW
-from .test_kpi_agent import ask, failure
 
 HELD = "from January 2023 to December 2026"  # the demo data's months
 

@@ -14,7 +14,8 @@ import httpx
 import pytest
 
 from _services import policy
-from _services.locked import blackhole, locked_prometheus
+from _services.blackhole import blackhole
+from _services.locked import locked_prometheus
 from _services.ports import dead_url
 from _services.prometheus import INSTALL_HINT
 from concerto.packs.metrics.backend import PrometheusBackend, get_backend
@@ -56,8 +57,8 @@ async def test_a_refused_connection_names_the_url_without_its_password() -> None
 
 
 async def test_a_backend_that_never_answers_times_out_without_the_password() -> None:
-    with blackhole() as url:
-        failure = await _failure(_with_password(url), timeout_s=0.5)
+    with blackhole() as hole:
+        failure = await _failure(_with_password(hole.url), timeout_s=0.5)
     assert "did not answer within 0.5 s" in failure.error.message
     assert PASSWORD not in failure.error.model_dump_json() + str(failure)
 
