@@ -68,13 +68,30 @@ def client(tmp_path: Path, calls: Calls) -> Iterator[TestClient]:
         yield c
 
 
+def shape(path: str) -> str:
+    """The error shape of the route at `path`: its protocol's own, or Concerto's error contract."""
+    if path.startswith(("/v1/models", "/v1/chat/")):
+        return "openai"
+    if path.rstrip("/") == "/a2a":
+        return "json-rpc"
+    return "a2a-binding" if path.startswith("/a2a/") else "contract"
+
+
 def refused(response: httpx.Response, status: int) -> str:
-    """The error contract's message of a request refused at the edge."""
+    """The message of a request refused at the edge, which came in its route's error shape."""
     assert response.status_code == status, response.text
     body = response.json()
-    assert body["status"] == "failed" and body["error_category"] == "invalid_input", body
-    message: str = body["error_message"]
-    return message
+    kind = shape(response.request.url.path)
+    if kind == "contract":
+        assert body["status"] == "failed" and body["error_category"] == "invalid_input", body
+        return str(body["error_message"])
+    if kind == "openai":
+        assert set(body) == {"error"} and body["error"]["type"] == "invalid_request_error", body
+    elif kind == "json-rpc":
+        assert body["jsonrpc"] == "2.0" and body["id"] is None and body["error"]["code"] == -32600, body
+    else:
+        assert set(body) == {"error"} and body["error"]["code"] == status and body["error"]["status"], body
+    return str(body["error"]["message"])
 
 
 def upload(client: TestClient, content: bytes, **headers: str) -> httpx.Response:
