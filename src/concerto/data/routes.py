@@ -34,7 +34,7 @@ from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
 from pydantic import BaseModel, Field
 from python_multipart.exceptions import FormParserError
 from python_multipart.multipart import MultipartParser, parse_options_header
@@ -146,10 +146,6 @@ def _store(request: Request) -> Store:
         raise Refused(503, f"the data pack is not available: {exc}") from None
 
 
-def _error(status: int, message: str) -> JSONResponse:
-    return error_response(status, message)
-
-
 async def _call(work: Any, *args: Any, **kwargs: Any) -> Any:
     """Run blocking store work in a worker thread; its errors become `Refused`."""
     try:
@@ -199,9 +195,9 @@ async def upload_source(request: Request) -> Any:
 
             context = await profile_with_llm(store, context, llm, overrides)
     except SourceError as exc:  # a name that cannot be a source
-        return _error(422, str(exc))
+        return error_response(422, str(exc))
     except Refused as exc:
-        return _error(422 if exc.status == 404 else exc.status, exc.message)
+        return error_response(422 if exc.status == 404 else exc.status, exc.message)
     finally:
         await run_in_threadpool(shutil.rmtree, incoming, True)
     return context
@@ -229,7 +225,7 @@ async def list_sources(request: Request) -> Any:
     try:
         contexts: list[DataContext] = await _call(_store(request).contexts)
     except Refused as exc:
-        return _error(exc.status, exc.message)
+        return error_response(exc.status, exc.message)
     return [SourceSummary.model_validate(c, from_attributes=True) for c in contexts]
 
 
@@ -245,7 +241,7 @@ async def show_source(name: str, request: Request) -> Any:
     try:
         return await _call(_store(request).context, name)
     except Refused as exc:
-        return _error(exc.status, exc.message)
+        return error_response(exc.status, exc.message)
 
 
 @router.delete(
@@ -262,7 +258,7 @@ async def drop_source(name: str, request: Request) -> Response:
         context: DataContext = await _call(store.context, name)
         await _call(store.drop, context.name)
     except Refused as exc:
-        return _error(exc.status, exc.message)
+        return error_response(exc.status, exc.message)
     uploads = Path(_settings(request).data_dir) / "uploads"
     await run_in_threadpool(_forget, uploads, context.name)
     return Response(status_code=204)
