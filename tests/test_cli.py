@@ -188,6 +188,27 @@ def test_a_command_line_that_is_not_utf8_is_refused_by_every_command(tmp_path: P
     body = json.loads(asked.stdout)
     assert asked.returncode != 0 and body["error_category"] == "invalid_input", asked.stderr[-2000:]
     assert "or the byte 0xFF that is not UTF-8" in body["error_message"]
-    for args in (["data", "show", b"\xff"], ["data", "load", "x.csv", "--describe", b"a=\xed\xa0\x80"]):
+    for args, named in (
+        (["data", "show", b"\xff"], b"'NAME'"),
+        (["data", "load", "x.csv", "--describe", b"a=\xed\xa0\x80"], b"'--describe'"),
+    ):
         done = subprocess.run([*command, *args], capture_output=True, env=env, timeout=120)
         assert done.returncode == 2 and b"is not UTF-8 text" in done.stderr and b"Traceback" not in done.stderr
+        assert named in done.stderr, done.stderr  # the argument or option at fault
+
+
+def test_a_file_name_that_is_not_utf8_loads(tmp_path: Path) -> None:
+    """A file's name is bytes, not text: one in Latin-1 (`caf\xe9.csv`) is a legitimate name that
+    the file system gives back as it came (it was refused as "argument 3 is not UTF-8"). The
+    source records it as a UTF-8 reader shows it."""
+    path = os.path.join(os.fsencode(tmp_path), b"caf\xe9.csv")
+    with open(path, "wb") as handle:  # a name of bytes
+        handle.write(b"region,amount\nNorth,10\nSouth,20\n")
+    env = {**os.environ, "CONCERTO_DATA_DIR": str(tmp_path / "data"), "LC_ALL": "C.UTF-8"}
+    command = [sys.executable, "-m", "concerto.cli", "data"]
+    done = subprocess.run([*command, "load", path, "--json"], capture_output=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    context = json.loads(done.stdout)
+    assert context["name"] == "caf" and context["row_count"] == 2 and context["file_name"] == "caf\ufffd.csv"
+    listed = subprocess.run([*command, "list", "--json"], capture_output=True, env=env, timeout=120)
+    assert [c["name"] for c in json.loads(listed.stdout)] == ["caf"]

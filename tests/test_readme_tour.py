@@ -39,7 +39,8 @@ def test_the_sample_tables_load(tmp_path: Path) -> None:
 
 def test_demo_sh_installs_the_extras_the_tour_uses() -> None:
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
-    assert any(r.startswith("a2a-sdk") for r in extras["tour"]) and any(r.startswith("openai") for r in extras["tour"])
+    assert any(r.startswith("a2a-sdk") for r in extras["a2a"]) and any(r.startswith("openai") for r in extras["tour"])
+    assert "concerto[a2a]" in extras["tour"]  # the a2a extra itself, not a copy of its list (pip reads it)
     assert "bash scripts/setup.sh tour\n" in (ROOT / "scripts" / "demo.sh").read_text(encoding="utf-8")
     assert "pip install -e '.[ray]'" in README  # the one extra the tour names instead (240 MB), from the checkout
 

@@ -29,22 +29,15 @@ class _Cli(click.Group):
             type(self)._pack_commands = load_packs().commands()
         return self._pack_commands or {}
 
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        """Refuse a command line whose bytes are not UTF-8 (Python keeps them as lone
-        surrogates, which no command can print, store or send) before any command runs.
-        `ask` answers it itself, with the error contract (its `--json` output)."""
-        words = [a for a in args if not a.startswith("-")]
-        if words[:1] != ["ask"]:
-            for position, arg in enumerate(args, start=1):
-                try:
-                    arg.encode("utf-8")
-                except UnicodeEncodeError as exc:
-                    shown = arg.encode("utf-8", "backslashreplace").decode("utf-8")[:60]
-                    raise click.UsageError(
-                        f"argument {position} ('{shown}') is not UTF-8 text (character {exc.start + 1}); "
-                        "check the terminal's encoding (LANG, LC_ALL) or the file that fed it"
-                    ) from None
-        return super().parse_args(ctx, args)
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """The command to run, once its text arguments and options are known to be UTF-8
+        (`_refuse_text_not_utf8`)."""
+        name, command, rest = super().resolve_command(ctx, args)
+        if command is not None and not ctx.resilient_parsing:
+            _refuse_text_not_utf8(command, name, rest, ctx)
+        return name, command, rest
 
     def invoke(self, ctx: click.Context) -> Any:
         from concerto.settings import SettingsError
@@ -74,6 +67,41 @@ class _Cli(click.Group):
         if not isinstance(loaded, click.Command):
             return _broken(name, f"command '{name}' of pack {pack} is not a click command")
         return loaded
+
+
+def _refuse_text_not_utf8(command: click.Command, name: str | None, args: list[str], parent: click.Context) -> None:
+    """Refuse, before the command runs, a text argument or option whose bytes are not UTF-8:
+    Python keeps them as lone surrogates, which no command can print, store or send. A file or
+    folder name (`click.Path`, `click.File`) may be any bytes: the file system takes them back
+    as they came. `ask` answers it itself, with the error contract (its `--json` output).
+
+    The command line is parsed once more for this, without running anything (click's
+    `resilient_parsing`), down through command groups (`concerto data load`)."""
+    if isinstance(command, InputCommand):
+        return
+    with command.make_context(name, list(args), parent=parent, resilient_parsing=True) as ctx:
+        for param in command.get_params(ctx):
+            if isinstance(param.type, click.Path | click.File) or param.name is None:
+                continue
+            given = ctx.params.get(param.name)
+            for value in given if isinstance(given, tuple | list) else (given,):
+                if not isinstance(value, str):
+                    continue
+                try:
+                    value.encode("utf-8")
+                except UnicodeEncodeError as exc:
+                    shown = value.encode("utf-8", "backslashreplace").decode("utf-8")[:60]
+                    raise click.BadParameter(
+                        f"'{shown}' is not UTF-8 text (character {exc.start + 1}); check the terminal's "
+                        "encoding (LANG, LC_ALL) or the file that fed it",
+                        ctx=ctx,
+                        param=param,
+                    ) from None
+        rest = [*ctx._protected_args, *ctx.args]  # a group's command and its arguments, as click's invoke reads them
+        if isinstance(command, click.Group) and rest:
+            sub_name, sub, sub_args = command.resolve_command(ctx, rest)
+            if sub is not None:
+                _refuse_text_not_utf8(sub, sub_name, sub_args, ctx)
 
 
 def _broken(name: str, reason: str) -> click.Command:

@@ -12,10 +12,13 @@ the real backends are switched on by setting their URL.
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
+from urllib.parse import urlsplit
 
 from pydantic import Field, PrivateAttr, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -34,6 +37,39 @@ def _default_data_dir() -> Path:
     import platformdirs
 
     return Path(platformdirs.user_data_dir("concerto", appauthor=False))
+
+
+_HOST_NAME = re.compile(r"^(\*|(\*\.)?[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*\.?)$")
+
+
+def _host_name(entry: str) -> str:
+    """An entry of CONCERTO_ALLOWED_HOSTS as the host name the server compares (lower case): a
+    scheme or a port written with it is dropped (`http://a.example:8000` is `a.example`; the
+    server compares names, not ports), `[::1]` is `::1`; anything else that is not a name
+    (`*.a.example`, `*`) or an IP address is refused, naming the entry."""
+    text = entry.strip().lower()
+    if _is_ip(text.strip("[]")):  # `::1` has colons, and no port
+        return text.strip("[]")
+    try:
+        parts = urlsplit(text if "://" in text else f"//{text}")
+        name, _ = parts.hostname or "", parts.port  # a port that is not a number is refused too
+    except ValueError:
+        name, parts = "", None
+    plain = parts is not None and parts.path in ("", "/") and not (parts.query or parts.fragment or parts.username)
+    if plain and (_HOST_NAME.match(name) or _is_ip(name)):
+        return name
+    raise ValueError(
+        f"{entry.strip()[:100]!r} is not a host name; give names such as concerto.example or *.example.com, "
+        "comma-separated"
+    )
+
+
+def _is_ip(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
 
 
 class _ConcertoSettings(BaseSettings):
@@ -207,9 +243,9 @@ class Settings(_ConcertoSettings):
     @field_validator("allowed_hosts", mode="before")
     @classmethod
     def _host_list(cls, value: Any) -> Any:
-        """`CONCERTO_ALLOWED_HOSTS=a.example,b.example` as a list, names in lower case."""
+        """`CONCERTO_ALLOWED_HOSTS=a.example,b.example` as a list of host names (`_host_name`)."""
         names = value.split(",") if isinstance(value, str) else value
-        return [str(n).strip().lower() for n in names if str(n).strip()] if isinstance(names, list) else names
+        return [_host_name(str(n)) for n in names if str(n).strip()] if isinstance(names, list) else names
 
     @field_validator("api_token", mode="after")
     @classmethod

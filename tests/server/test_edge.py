@@ -6,23 +6,29 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
+from urllib.parse import urljoin, urlsplit
 
 import httpx
+import openai
 import pytest
 from fastapi.testclient import TestClient
 
 from _services.memory import peak_growth
 from _services.serve import running_serve
+from concerto.agents.base import Agent, AgentContext, AgentInfo, AgentResult, FirstUse
 from concerto.agents.loader import Packs
 from concerto.agents.registry import AgentRegistry
+from concerto.contracts.orchestrator import OrchestratorInput
 from concerto.data.pack import pack as data_pack
 from concerto.orchestrator.engine import Orchestrator
 from concerto.protocols.pack import pack as protocols_pack
 from concerto.server.app import create_app
-from concerto.settings import Settings
+from concerto.settings import Settings, SettingsError
 from concerto.testing import fake_agent
 
 SALES = b"region,amount\nNorth,10\nSouth,20\n"
@@ -69,13 +75,30 @@ def client(tmp_path: Path, calls: Calls) -> Iterator[TestClient]:
         yield c
 
 
+def shape(path: str) -> str:
+    """The error shape of the route at `path`: its protocol's own, or Concerto's error contract."""
+    if path.startswith(("/v1/models", "/v1/chat/")):
+        return "openai"
+    if path.rstrip("/") == "/a2a":
+        return "json-rpc"
+    return "a2a-binding" if path.startswith("/a2a/") else "contract"
+
+
 def refused(response: httpx.Response, status: int) -> str:
-    """The error contract's message of a request refused at the edge."""
+    """The message of a request refused at the edge, which came in its route's error shape."""
     assert response.status_code == status, response.text
     body = response.json()
-    assert body["status"] == "failed" and body["error_category"] == "invalid_input", body
-    message: str = body["error_message"]
-    return message
+    kind = shape(response.request.url.path)
+    if kind == "contract":
+        assert body["status"] == "failed" and body["error_category"] == "invalid_input", body
+        return str(body["error_message"])
+    if kind == "openai":
+        assert set(body) == {"error"} and body["error"]["type"] == "invalid_request_error", body
+    elif kind == "json-rpc":
+        assert body["jsonrpc"] == "2.0" and body["id"] is None and body["error"]["code"] == -32600, body
+    else:
+        assert set(body) == {"error"} and body["error"]["code"] == status and body["error"]["status"], body
+    return str(body["error"]["message"])
 
 
 def upload(client: TestClient, content: bytes, **headers: str) -> httpx.Response:
@@ -118,6 +141,18 @@ def test_allowed_hosts_take_names_and_subdomains(tmp_path: Path, calls: Calls) -
             assert c.get("/health", headers={"host": host}).status_code == status, host
     with TestClient(app_with(tmp_path, calls, allowed_hosts="*"), base_url="http://127.0.0.1") as c:
         assert c.get("/health", headers={"host": "anything.example"}).status_code == 200
+
+
+def test_allowed_hosts_are_names_or_refused() -> None:
+    """A scheme or a port written with a name is dropped (the edge compares names); what is not
+    a name is refused, naming the entry, instead of never matching any request."""
+    given = "http://Concerto.example:8000/, [::1]:8000, *.corp.example, 10.0.0.1:80, ::1"
+    names = ["concerto.example", "::1", "*.corp.example", "10.0.0.1", "::1"]
+    assert Settings(allowed_hosts=given).allowed_hosts == names
+    for entry in ["exa mple.com", "example.com/app", "user@example.com", "http://", "example.com:http", "*evil"]:
+        with pytest.raises(SettingsError, match="CONCERTO_ALLOWED_HOSTS") as caught:
+            Settings(allowed_hosts=f"localhost, {entry}")
+        assert f"{entry!r} is not a host name" in str(caught.value)
 
 
 # -- cross-site requests -----------------------------------------------------------------------
@@ -176,6 +211,48 @@ def test_another_site_may_link_to_the_page_and_nothing_more(client: TestClient, 
     )
 
 
+LINK = {"sec-fetch-site": "cross-site", "sec-fetch-mode": "navigate", "sec-fetch-dest": "document"}
+
+
+@pytest.mark.parametrize("path", ["/", "/docs", "/static/app.js", "/docs/assets/swagger-ui.css"])
+def test_a_link_from_another_site_opens_a_page(client: TestClient, path: str) -> None:
+    for site in ("cross-site", "same-site"):
+        assert client.get(path, headers={**LINK, "sec-fetch-site": site}).status_code == 200, path
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/v1/ask/stream?q=say+hello+to+me",  # a link that would run a question
+        "/v1/agents",
+        "/v1/runs/abc",
+        "/openapi.json",
+        "/.well-known/agent-card.json",
+        "/a2a",
+        "/a2a/tasks",
+        "/v1/models",
+        "/v1/data/sources",  # a pack's API
+        "/health",
+        "/nowhere",
+    ],
+)
+def test_a_link_from_another_site_reaches_no_api(client: TestClient, calls: Calls, path: str) -> None:
+    """Only pages (HTML routes, static files) may be linked to; the rest of the server is an API,
+    and a link is a GET any page can make a browser send (an `<a>`, a redirect)."""
+    for site in ("cross-site", "same-site"):
+        message = refused(client.get(path, headers={**LINK, "sec-fetch-site": site}), 403)
+        assert "may open this server's pages" in message
+    assert not calls
+    assert client.get(path).status_code != 403  # not a browser: it passes the edge
+
+
+@pytest.mark.parametrize("origin", ["http://[::1", "http://[evil.example]", "http://127.0.0.1:99999", "http://:8000"])
+def test_an_origin_that_is_not_an_address_is_refused(client: TestClient, calls: Calls, origin: str) -> None:
+    """It was a 500 (the address could not be parsed)."""
+    message = refused(client.post("/v1/ask", json=QUESTION, headers={"origin": origin}), 403)
+    assert origin in message and not calls
+
+
 @pytest.mark.parametrize("path", ["/v1/ask", "/v1/runs", "/v1/chat/completions", "/a2a", "/v1/data/sources/sales"])
 def test_every_state_changing_route_is_covered(client: TestClient, path: str) -> None:
     method = "DELETE" if path.startswith("/v1/data") else "POST"
@@ -183,18 +260,22 @@ def test_every_state_changing_route_is_covered(client: TestClient, path: str) ->
     refused(r, 403)
 
 
-@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data"])
-def test_a2a_takes_json_only(client: TestClient, calls: Calls, content_type: str) -> None:
-    """A browser sends a text/plain or form post to another site without asking first."""
-    body = json.dumps(A2A_MESSAGE)
-    r = client.post("/a2a", content=body, headers={"content-type": content_type, "a2a-version": "1.0"})
-    assert r.status_code == 415 and r.json()["error"]["code"] == -32600 and "application/json" in r.text
-    rest = client.post("/a2a/message:send", content=body, headers={"content-type": content_type})
-    assert rest.status_code == 415 and "application/json" in rest.text
+@pytest.mark.parametrize(
+    "content_type", ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data", None]
+)
+def test_a2a_takes_json_only(client: TestClient, calls: Calls, content_type: str | None) -> None:
+    """A browser sends a text/plain or form post to another site without asking first; a
+    chunked body without a Content-Type is a body too (it reached the SDK as an empty one)."""
+    body = json.dumps(A2A_MESSAGE).encode()
+    headers = {"a2a-version": "1.0"} | ({"content-type": content_type} if content_type else {})
+    for chunked in (False, True):  # with a Content-Length, and without
+        for path in ("/a2a", "/a2a/message:send"):
+            r = client.post(path, content=pieces(body) if chunked else body, headers=headers)
+            assert "application/json" in refused(r, 415), path
     for path in ("/v1/ask", "/v1/runs"):  # FastAPI's routes read JSON bodies only
-        assert (
-            client.post(path, content=json.dumps(QUESTION), headers={"content-type": content_type}).status_code == 422
-        )
+        if content_type is not None:  # (without one they read JSON)
+            r = client.post(path, content=json.dumps(QUESTION), headers={"content-type": content_type})
+            assert r.status_code == 422
     assert not calls
     ok = client.post("/a2a", json=A2A_MESSAGE, headers={"a2a-version": "1.0"})
     assert ok.status_code == 200 and "result" in ok.json(), ok.text
@@ -223,6 +304,58 @@ def test_with_a_token_every_route_requires_it(guarded: TestClient, path: str) ->
     refused(guarded.get(path, headers={"authorization": f"Basic {TOKEN}"}), 401)
 
 
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("GET", "/v1/models"),
+        ("GET", "/v1/models/concerto"),
+        ("POST", "/v1/chat/completions"),
+        ("POST", "/a2a"),
+        ("GET", "/a2a/tasks/abc"),
+        ("POST", "/a2a/message:send"),
+        ("GET", "/.well-known/agent-card.json"),
+        ("POST", "/v1/ask"),
+        ("GET", "/v1/data/sources"),
+    ],
+)
+def test_refusals_come_in_the_routes_own_shape(guarded: TestClient, calls: Calls, method: str, path: str) -> None:
+    """OpenAI's clients read only OpenAI's errors, JSON-RPC's only JSON-RPC's: the edge answers
+    each route's refusals (host, another site, token) in its shape, and no route runs."""
+    body = {"model": "concerto", "messages": [{"role": "user", "content": "say hello to me"}]}
+    auth = {"authorization": f"Bearer {TOKEN}"}
+    refused(guarded.request(method, path, json=body), 401)
+    refused(guarded.request(method, path, json=body, headers={**auth, "host": "evil.example"}), 400)
+    refused(guarded.request(method, path, json=body, headers={**auth, "sec-fetch-site": "cross-site"}), 403)
+    assert not calls
+
+
+def test_the_openai_client_reads_the_edges_refusal(guarded: TestClient) -> None:
+    client = openai.OpenAI(base_url="http://127.0.0.1:8000/v1", api_key="wrong", http_client=guarded, max_retries=0)
+    with pytest.raises(openai.AuthenticationError) as caught:
+        client.models.list()
+    assert caught.value.code == "invalid_api_key" and "CONCERTO_API_TOKEN" in caught.value.message
+
+
+def test_signing_in_redirects_to_this_server_only(guarded: TestClient) -> None:
+    """`//evil.example` (or `/\\evil.example`) as a redirect's target is another site to a browser."""
+    for path in ("/%2F%2Fevil.example", "/%2F/%2Fevil.example", "/%5C%5Cevil.example", "/%5C/evil.example"):
+        signed = guarded.get(f"{path}?token={TOKEN}", follow_redirects=False)
+        location = signed.headers["location"]
+        assert signed.status_code == 303 and location.startswith("/") and location[1:2] not in ("/", "\\"), path
+        assert urlsplit(urljoin("http://127.0.0.1:8000/", location)).netloc == "127.0.0.1:8000"
+        assert "%5C" not in location[:4]
+
+
+def test_a_refusal_before_the_body_is_read_closes_the_connection(guarded: TestClient) -> None:
+    """Otherwise the server reads (and throws away) the whole body to keep the connection."""
+    for content in (json.dumps(QUESTION).encode(), pieces(json.dumps(QUESTION).encode())):
+        r = guarded.post("/v1/ask", content=content, headers={"content-type": "application/json"})
+        assert r.status_code == 401 and r.headers["connection"] == "close"
+    assert "connection" not in guarded.get("/v1/agents").headers  # no body: the connection stays
+    ok = guarded.post("/v1/ask", json=QUESTION, headers={"authorization": f"Bearer {TOKEN}"})
+    assert ok.status_code == 200 and "connection" not in ok.headers  # read to its end
+
+
 def test_questions_need_the_token_too(guarded: TestClient, calls: Calls) -> None:
     refused(guarded.post("/v1/ask", json=QUESTION), 401)
     assert guarded.post("/v1/chat/completions", json={"model": "concerto", "messages": []}).status_code == 401
@@ -231,9 +364,37 @@ def test_questions_need_the_token_too(guarded: TestClient, calls: Calls) -> None
     assert ok.status_code == 200 and calls
 
 
-def test_the_probes_stay_open(guarded: TestClient) -> None:
-    assert guarded.get("/health").status_code == 200
-    assert guarded.get("/ready").status_code in (200, 503)
+class Gated(Agent):
+    """An agent whose first-use data is in once `prepared` is set: the server is not ready until then."""
+
+    prepared: ClassVar[threading.Event] = threading.Event()
+    info: ClassVar[AgentInfo] = AgentInfo(name="gated", description="Reads its table", examples=["read the table"])
+
+    def first_use(self, query: OrchestratorInput | None = None) -> FirstUse | None:
+        return None if self.prepared.is_set() else FirstUse("test.gated", "the table", 0.1, self.prepared.wait)
+
+    async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
+        return AgentResult(summary="read")
+
+
+def test_the_probes_stay_open(tmp_path: Path) -> None:
+    """/health and /ready answer without the token: /ready 503 while the server is not ready,
+    200 once it is."""
+    Gated.prepared.clear()
+    settings = Settings(data_dir=tmp_path, store_events=False, api_token=TOKEN)
+    orchestrator = Orchestrator(settings, registry=AgentRegistry([Gated]))
+    with TestClient(create_app(orchestrator=orchestrator)) as client:
+        try:
+            assert client.get("/health").status_code == 200
+            waiting = client.get("/ready")
+            assert waiting.status_code == 503 and waiting.json()["ready"] is False, waiting.text
+            assert client.get("/v1/agents").status_code == 401
+        finally:
+            Gated.prepared.set()
+        deadline = time.monotonic() + 60
+        while (ready := client.get("/ready")).status_code == 503 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert ready.status_code == 200 and ready.json()["ready"] is True, ready.text
 
 
 def test_the_page_signs_in_once_with_a_cookie(guarded: TestClient) -> None:
@@ -337,6 +498,36 @@ def test_an_upload_has_its_own_limit(limited: TestClient) -> None:
 
 
 # -- a real server -----------------------------------------------------------------------------
+
+
+def test_a_large_upload_refused_by_the_token_check_is_not_read(tmp_path: Path) -> None:
+    """2 GB sent chunked without the token: the 401 closes the connection, so the client stops
+    after what the sockets' buffers took. Before, the server read and threw away all of it (the
+    connection kept for the next request) and the client learnt of the 401 only then."""
+    env = {"CONCERTO_DATA_DIR": str(tmp_path), "CONCERTO_AGENTS": "echo", "CONCERTO_API_TOKEN": TOKEN}
+    sent: list[int] = []
+
+    def two_gb() -> Iterator[bytes]:
+        head = b'--b\r\nContent-Disposition: form-data; name="file"; filename="big.csv"\r\n\r\n'
+        megabyte = b"x" * 2**20
+        yield head
+        for _ in range(2048):
+            sent.append(1)
+            yield megabyte
+        yield b"\r\n--b--\r\n"
+
+    with running_serve(env) as served:
+        started = time.monotonic()
+        r = httpx.post(
+            served.base + "/v1/data/sources",
+            content=two_gb(),
+            headers={"content-type": "multipart/form-data; boundary=b"},
+            timeout=120,
+        )
+        took = time.monotonic() - started
+    assert r.status_code == 401 and r.headers["connection"] == "close", r.text
+    assert len(sent) < 64, f"{len(sent)} MB sent before the server's answer"  # not 2,048
+    assert took < 10, f"{took:.1f} s"
 
 
 def test_concerto_serve_at_its_edge(tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.json_schema import JsonDict
 
 from concerto.contracts.base import BaseAgentInput, BaseAgentOutput
@@ -64,6 +64,15 @@ def unencodable(value: Any, path: str = "") -> str | None:
             if found := unencodable(item, f"{path}[{i}]"):
                 return found
     return None
+
+
+def encodable(value: Any) -> Any:
+    """A validator for every field of a model that takes text from outside (the input contract,
+    OpenAI's chat request): `value` unchanged when UTF-8 can encode all its text, else the
+    error saying where (`unencodable`)."""
+    if problem := unencodable(value):
+        raise ValueError(f"{problem}; send text that is valid Unicode")
+    return value
 
 
 def _printable(key: Any) -> str:
@@ -127,13 +136,7 @@ class OrchestratorInput(BaseAgentInput):
         json_schema_extra={"propertyNames": PARAMETER_NAMES},
     )
 
-    @field_validator("*", mode="before")
-    @classmethod
-    def _encodable(cls, value: Any, info: ValidationInfo) -> Any:
-        """Every field's text can be encoded as UTF-8 (see `unencodable`)."""
-        if problem := unencodable(value):
-            raise ValueError(f"{problem}; send text that is valid Unicode")
-        return value
+    _encodable = field_validator("*", mode="before")(encodable)
 
     @field_validator("max_latency_ms", mode="before")
     @classmethod

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -59,17 +63,37 @@ def load(path: Path, name: str | None, describe: tuple[str, ...], as_json: bool)
     from concerto.data.store import SourceError, source_name, valid_name
 
     try:
-        target = valid_name(name) if name is not None else source_name(path.stem)
-        overrides = _overrides(path, target, describe)
-        store = _store()
-        context = _with_progress(lambda progress: store.load(path, target, overrides=overrides, progress=progress))
+        with _utf8_named(path) as readable:
+            target = valid_name(name) if name is not None else source_name(readable.stem)
+            overrides = _overrides(path, target, describe)
+            store = _store()
+            context = _with_progress(
+                lambda progress: store.load(readable, target, overrides=overrides, progress=progress)
+            )
         context = _llm_profile(store, context, overrides)
     except (LoadError, SourceError, ValueError) as exc:
         raise _fail(exc) from None
     if as_json:
         click.echo(context.model_dump_json(indent=2))
         return
-    _print_context(context, heading=f"Loaded {path.name} as '{context.name}'", most=_SHOWN_AFTER_LOAD)
+    _print_context(context, heading=f"Loaded {context.file_name} as '{context.name}'", most=_SHOWN_AFTER_LOAD)
+
+
+@contextmanager
+def _utf8_named(path: Path) -> Iterator[Path]:
+    """`path`, or, when its name holds bytes that are not UTF-8 (Python keeps them as lone
+    surrogates, which the readers, DuckDB and fastexcel, cannot take), a link to it in a
+    temporary folder, named as a UTF-8 reader shows those bytes (`caf\xe9.csv`: `caf�.csv`),
+    the name the source records."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        with tempfile.TemporaryDirectory(prefix="concerto-load-") as folder:
+            link = Path(folder) / os.fsencode(path.name).decode("utf-8", "replace")
+            link.symlink_to(path.resolve())
+            yield link
+        return
+    yield path
 
 
 @data.command("list")

@@ -13,8 +13,9 @@ the file part goes to disk in `<data dir>/uploads/` chunk by chunk and the reque
 refused with 413 as soon as it passes `CONCERTO_DATA_MAX_FILE_MB`, or before a byte is
 read when its `Content-Length` is more than a file within the limit and the form's fields
 can make (so a client sending `Expect: 100-continue` never sends the body). A refusal
-before the body's end closes the connection (`Connection: close`): the server stops
-reading, where it would otherwise read and discard the rest to keep the connection
+before the body's end closes the connection (`Connection: close`, added by the server's
+edge to any answer that starts before the body was read): the server stops reading, where it
+would otherwise read and discard the rest to keep the connection
 (tests/data/test_routes_upload_limit.py sends 2 GB to `concerto serve`). Of the client's file
 name only the extension is kept (it says the file type); the file is stored as
 `<source name><extension>`. A loaded upload stays there (a later load or agent can read it
@@ -33,7 +34,7 @@ from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
 from pydantic import BaseModel, Field
 from python_multipart.exceptions import FormParserError
 from python_multipart.multipart import MultipartParser, parse_options_header
@@ -44,7 +45,8 @@ from concerto.contracts.orchestrator import OrchestratorErrorResponse
 from concerto.data.context import DataContext, ProfileOverrides
 from concerto.data.load import KINDS, LoadError, TooLarge, kind_of
 from concerto.data.sources import store_for
-from concerto.data.store import ALLOWED, QueryFailed, SourceError, Store, source_name, valid_name
+from concerto.data.store import ALLOWED, NAME, QueryFailed, SourceError, Store, source_name, valid_name
+from concerto.server.errors import error_response, too_large
 from concerto.settings import Settings, SettingsError
 
 FIELD_BYTES = 64 * 1024  # the most one text field (name, describe) may hold
@@ -80,7 +82,7 @@ UPLOAD_BODY: dict[str, Any] = {
                     },
                     _NAME: {
                         "type": "string",
-                        "pattern": r"^[a-z][a-z0-9_]{0,62}$",
+                        "pattern": NAME.pattern,
                         "description": f"Source name: {ALLOWED}; another name is refused (422) with a "
                         "suggestion, never changed into one. Default: made from the file's name. A source of the "
                         "same name is replaced",
@@ -122,14 +124,12 @@ class SourceSummary(BaseModel):
 
 
 class Refused(Exception):
-    """A request answered with the error contract: its status and message; `unread` when
-    the request's body was not read to its end (the connection is then closed)."""
+    """A request answered with the error contract: its status and message."""
 
-    def __init__(self, status: int, message: str, *, unread: bool = False) -> None:
+    def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
-        self.unread = unread
 
 
 def _settings(request: Request) -> Settings:
@@ -144,13 +144,6 @@ def _store(request: Request) -> Store:
         return store_for(orchestrator.settings, orchestrator.resources)
     except SettingsError as exc:  # the pack's own settings; its agents are left out too
         raise Refused(503, f"the data pack is not available: {exc}") from None
-
-
-def _error(status: int, message: str, *, close: bool = False) -> JSONResponse:
-    category = "all_agents_failed" if status >= 500 else "invalid_input"
-    body = OrchestratorErrorResponse(error_message=message, error_category=category)
-    headers = {"Connection": "close"} if close else None
-    return JSONResponse(body.model_dump(mode="json"), status_code=status, headers=headers)
 
 
 async def _call(work: Any, *args: Any, **kwargs: Any) -> Any:
@@ -202,9 +195,9 @@ async def upload_source(request: Request) -> Any:
 
             context = await profile_with_llm(store, context, llm, overrides)
     except SourceError as exc:  # a name that cannot be a source
-        return _error(422, str(exc))
+        return error_response(422, str(exc))
     except Refused as exc:
-        return _error(422 if exc.status == 404 else exc.status, exc.message, close=exc.unread)
+        return error_response(422 if exc.status == 404 else exc.status, exc.message)
     finally:
         await run_in_threadpool(shutil.rmtree, incoming, True)
     return context
@@ -232,7 +225,7 @@ async def list_sources(request: Request) -> Any:
     try:
         contexts: list[DataContext] = await _call(_store(request).contexts)
     except Refused as exc:
-        return _error(exc.status, exc.message)
+        return error_response(exc.status, exc.message)
     return [SourceSummary.model_validate(c, from_attributes=True) for c in contexts]
 
 
@@ -248,7 +241,7 @@ async def show_source(name: str, request: Request) -> Any:
     try:
         return await _call(_store(request).context, name)
     except Refused as exc:
-        return _error(exc.status, exc.message)
+        return error_response(exc.status, exc.message)
 
 
 @router.delete(
@@ -265,7 +258,7 @@ async def drop_source(name: str, request: Request) -> Response:
         context: DataContext = await _call(store.context, name)
         await _call(store.drop, context.name)
     except Refused as exc:
-        return _error(exc.status, exc.message)
+        return error_response(exc.status, exc.message)
     uploads = Path(_settings(request).data_dir) / "uploads"
     await run_in_threadpool(_forget, uploads, context.name)
     return Response(status_code=204)
@@ -298,11 +291,11 @@ async def _receive(request: Request, incoming: Path, limit: int) -> Received:
     media, options = parse_options_header(request.headers.get("content-type", ""))
     boundary = options.get(b"boundary")
     if media != b"multipart/form-data" or not boundary:
-        raise Refused(422, "Invalid request — send the file as multipart/form-data with a `file` field", unread=True)
+        raise Refused(422, "Invalid request — send the file as multipart/form-data with a `file` field")
     most = _most_body(limit, boundary)
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > most:
-        raise Refused(413, f"the upload ({int(declared) / 2**20:,.0f} MB) {_over(limit)}", unread=True)
+        raise Refused(413, _over(f"the upload ({int(declared) / 2**20:,.0f} MB)", limit))
     events: list[tuple[str, bytes]] = []
     header = [b"", b"", b""]  # this header's name and value, and every header of the part so far
 
@@ -330,25 +323,21 @@ async def _receive(request: Request, incoming: Path, limit: int) -> Received:
         "on_part_end": lambda: events.append(("end", b"")),
     }
     receiving = _Receiving(incoming, limit)
-    read, ended = 0, False
+    read = 0
     try:
         parser = MultipartParser(boundary, callbacks)
         async for chunk in _chunks(request):
             read += len(chunk)
             if read > most:  # no file within the limit makes a body this long (e.g. a long epilogue)
-                raise Refused(413, f"the upload {_over(limit)}")
+                raise Refused(413, _over("the upload", limit))
             parser.write(chunk)
             await receiving.handle(events)
             events.clear()
-        ended = True
         parser.finalize()
         await receiving.handle(events)
     except FormParserError as exc:  # the parser's own words say where (e.g. "Maximum header size exceeded")
         message = f"Invalid request — the body is not valid multipart/form-data ({exc})"
-        raise Refused(422, message, unread=not ended) from None
-    except Refused as exc:
-        exc.unread = not ended
-        raise
+        raise Refused(422, message) from None
     finally:
         await receiving.close()
     return receiving.done()
@@ -361,8 +350,8 @@ def _most_body(limit: int, boundary: bytes) -> int:
     return limit + MOST_FIELDS * FIELD_BYTES + (MOST_FIELDS + 2) * part
 
 
-def _over(limit: int) -> str:
-    return f"is over the limit of {limit / 2**20:,.0f} MB (CONCERTO_DATA_MAX_FILE_MB)"
+def _over(what: str, limit: int) -> str:
+    return too_large(what, f"{limit / 2**20:,.0f} MB", "CONCERTO_DATA_MAX_FILE_MB")
 
 
 async def _chunks(request: Request) -> AsyncIterator[bytes]:
@@ -439,7 +428,7 @@ class _Receiving:
             return
         self.file_bytes += len(data)
         if self.file_bytes > self.limit:
-            raise Refused(413, f"the file {_over(self.limit)}")
+            raise Refused(413, _over("the file", self.limit))
         self.pending += data
         if len(self.pending) >= _FLUSH_BYTES:
             await self._flush()

@@ -53,7 +53,6 @@ from a2a.types import (
     TaskStatus,
 )
 from a2a.utils.constants import (
-    AGENT_CARD_WELL_KNOWN_PATH,
     PROTOCOL_VERSION_0_3,
     PROTOCOL_VERSION_1_0,
     TransportProtocol,
@@ -62,23 +61,18 @@ from a2a.utils.errors import InvalidParamsError
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ValidationError
-from starlette.exceptions import HTTPException
-from starlette.responses import Response
 from starlette.routing import Route
 
 from concerto.contracts.events import Event
 from concerto.contracts.orchestrator import OrchestratorErrorResponse, OrchestratorInput
 from concerto.orchestrator.engine import validation_message
+from concerto.protocols.a2a_edge import A2A_PATH, CARD_PATH, JsonRpcRoute, RestRoute, json_only
 from concerto.protocols.a2a_tasks import Tasks
 
 if TYPE_CHECKING:
-    from starlette.routing import BaseRoute
-
     from concerto.agents.base import AgentInfo
     from concerto.orchestrator.engine import Orchestrator
 
-A2A_PATH = "/a2a"
-CARD_PATH = AGENT_CARD_WELL_KNOWN_PATH
 ANSWER_ARTIFACT = "answer"
 EVENTS_METADATA = "concerto_events"  # key of a status update's metadata: the Event contracts it reports
 STEP_BATCH_S = 0.05  # events that follow an update within this time go together in the next one
@@ -125,59 +119,13 @@ def router() -> APIRouter:
     api.add_api_route(CARD_PATH, card, methods=["GET"], include_in_schema=False)
     # Starlette routes (JSON-RPC envelopes and the protobuf JSON of the REST binding are not
     # described by FastAPI models): left out of the OpenAPI document, described in docs/protocols/a2a.md.
-    routes: list[BaseRoute] = [
-        *create_jsonrpc_routes(handler, A2A_PATH, context_builder=context, enable_v0_3_compat=True),
-        # The SDK also mounts every REST route under `/{tenant}`, which on the app's root would
-        # catch any two-segment path; Concerto has no tenants.
-        *(r for r in create_rest_routes(handler, context, path_prefix=A2A_PATH) if isinstance(r, Route)),
-    ]
-    api.routes.extend(_json_only(route) for route in routes)
+    rpc = create_jsonrpc_routes(handler, A2A_PATH, context_builder=context, enable_v0_3_compat=True)
+    # The SDK also mounts every REST route under `/{tenant}`, which on the app's root would
+    # catch any two-segment path; Concerto has no tenants.
+    rest = [r for r in create_rest_routes(handler, context, path_prefix=A2A_PATH) if isinstance(r, Route)]
+    api.routes.extend(json_only(route, JsonRpcRoute) for route in rpc)
+    api.routes.extend(json_only(route, RestRoute) for route in rest)
     return api
-
-
-def _json_only(route: BaseRoute) -> BaseRoute:
-    """The route, reading a POST's body before the SDK does: refused with 415 when it is not
-    declared JSON (the SDK parses any body as JSON, so a page on another site could send a task
-    as a `text/plain` post, which browsers send without asking), with 413 when it is over the
-    app's limit (the SDK's HTTP+JSON binding would make that a 500). Both in the binding's own
-    error shape (docs/security.md)."""
-    if not isinstance(route, Route) or "POST" not in (route.methods or ()):
-        return route
-    endpoint = route.endpoint
-
-    async def json_only(request: Request) -> Response:
-        if request.method == "POST":
-            given = request.headers.get("content-type")
-            empty = given is None and request.headers.get("content-length", "0") == "0"
-            if not empty and not _json_type(given or ""):
-                return _refusal(request, 415, "Send the request as JSON (Content-Type: application/json)")
-            try:
-                await request.body()  # kept by the request: the SDK reads it from there
-            except HTTPException as exc:  # BodyTooLarge (server/edge.py)
-                refusal = _refusal(request, exc.status_code, str(exc.detail))
-                refusal.headers["Connection"] = "close"  # the rest of the body is not read
-                return refusal
-        response: Response = await endpoint(request)
-        return response
-
-    # FastAPI rebuilds an included router's plain routes from their endpoints: the check is one.
-    methods = list(route.methods or ())
-    return Route(route.path, json_only, methods=methods, name=route.name, include_in_schema=route.include_in_schema)
-
-
-def _refusal(request: Request, status: int, message: str) -> JSONResponse:
-    """A request refused before the SDK saw it: JSON-RPC's error object on the JSON-RPC
-    endpoint, the HTTP+JSON binding's error payload on the others."""
-    if request.url.path.rstrip("/") == A2A_PATH:
-        body: dict[str, Any] = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
-    else:
-        body = {"error": {"code": status, "status": "INVALID_ARGUMENT", "message": message}}
-    return JSONResponse(body, status_code=status)
-
-
-def _json_type(content_type: str) -> bool:
-    media = content_type.partition(";")[0].strip().lower()
-    return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
 
 
 def agent_card(base_url: str, infos: list[AgentInfo], *, token: bool = False) -> AgentCard:

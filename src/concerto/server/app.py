@@ -43,8 +43,11 @@ from concerto.contracts.handoff import result_yaml
 from concerto.contracts.orchestrator import OrchestratorErrorResponse, OrchestratorInput, OrchestratorOutput
 from concerto.orchestrator.engine import Orchestrator, validation_message
 from concerto.orchestrator.log import Log, LogUnavailable, Turn, open_log
-from concerto.server.docs import add_docs, document_edge
-from concerto.server.edge import Edge
+from concerto.server.docs import add_docs
+from concerto.server.edge import BodyTooLarge, Edge
+from concerto.server.errors import error_response, refusal
+from concerto.server.openapi import document_edge
+from concerto.server.routes import every_route
 from concerto.server.runs import (
     MAX_EVENT_ID,
     Run,
@@ -235,14 +238,15 @@ def create_app(settings: Settings | None = None, orchestrator: Orchestrator | No
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         return _error(f"Invalid request — {validation_message(exc.errors(), skip='body')}")
 
+    @app.exception_handler(BodyTooLarge)
+    async def _too_large(request: Request, exc: BodyTooLarge) -> Response:
+        """In the shape of the route that was reading (OpenAI's, JSON-RPC's, or the error contract)."""
+        return refusal(request.scope, exc.status_code, exc.detail)
+
     @app.exception_handler(HTTPException)
     async def _http(request: Request, exc: HTTPException) -> Response:
         if exc.status_code == 400 and exc.detail == _BODY_NOT_PARSED:
             return _error("Invalid request — the body is not JSON in UTF-8")
-        if exc.status_code == 413:  # BodyTooLarge (server/edge.py): the rest of the body is not read
-            response = _error(str(exc.detail), status=413)
-            response.headers["Connection"] = "close"
-            return response
         if exc.status_code == 405:  # Starlette lists the methods of the first route of the path only
             exc.headers = {**(exc.headers or {}), "Allow": ", ".join(_methods(app, request.url.path))}
         return await http_exception_handler(request, exc)
@@ -324,12 +328,8 @@ def create_app(settings: Settings | None = None, orchestrator: Orchestrator | No
     @app.exception_handler(LogUnavailable)
     async def _log_unavailable(request: Request, exc: LogUnavailable) -> JSONResponse:
         log.warning("%s", exc)
-        body = OrchestratorErrorResponse(
-            error_message=f"The server's database cannot be reached; try again shortly ({exc})",
-            error_category="synthesis_failed",
-            retry_recommended=True,
-        )
-        return JSONResponse(body.model_dump(mode="json"), status_code=503)
+        message = f"The server's database cannot be reached; try again shortly ({exc})"
+        return error_response(503, message, category="synthesis_failed", retry=True)
 
     @app.get("/v1/runs/{run_id}", response_model=RunStatus, responses={404: ERRORS[422], **UNAVAILABLE})
     async def run_status(run: Annotated[Run, Depends(_run)]) -> RunStatus:
@@ -420,6 +420,7 @@ def create_app(settings: Settings | None = None, orchestrator: Orchestrator | No
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     async def page() -> str:
+        """The page (`server/static/`): a page, so a link from another site may open it."""
         return PAGE.read_text(encoding="utf-8")
 
     app.mount("/static", StaticFiles(directory=PAGE.parent), name="static")
@@ -512,13 +513,7 @@ async def _cluster_check(address: str) -> Check:
 def _methods(app: FastAPI, path: str) -> list[str]:
     """Every method some route of `path` accepts."""
     found: set[str] = set()
-    routes = list(app.routes)
-    while routes:
-        route = routes.pop()
-        nested = getattr(route, "original_router", None)  # a router included whole (packs' routes)
-        if nested is not None:
-            routes.extend(nested.routes)
-            continue
+    for route in every_route(app):
         regex, methods = getattr(route, "path_regex", None), getattr(route, "methods", None)
         if regex is not None and methods and regex.match(path):
             found |= set(methods)
@@ -550,8 +545,7 @@ ConversationPath = Annotated[str, PathParameter(pattern=CONVERSATION_ID, descrip
 
 
 def _error(message: str, status: int = STATUS["invalid_input"]) -> JSONResponse:
-    body = OrchestratorErrorResponse(error_message=message, error_category="invalid_input")
-    return JSONResponse(body.model_dump(mode="json"), status_code=status)
+    return error_response(status, message, category="invalid_input")
 
 
 def _mount_packs(app: FastAPI, packs: Packs) -> None:

@@ -8,31 +8,40 @@ Three checks, in this order, before any route runs or any byte of the body is re
    attacker points at 127.0.0.1 (DNS rebinding) reaches the server with its own name as host.
 2. **Cross-site.** When a browser says a request comes from another site
    (`Sec-Fetch-Site: cross-site` or `same-site`: another port of localhost is the same
-   site), only a link to a page passes (a top-level GET navigation); frames, images, scripts,
-   fetches and any other method are refused with 403. A request that can change something
-   (any method but GET, HEAD and OPTIONS) is also refused when its `Origin` is not this
-   server's (for browsers without those headers). A page cannot forge these headers; clients
-   that are not browsers (curl, SDKs) send neither and pass.
+   site), only a link to a page passes: a top-level GET navigation to a page (`/`, `/docs`,
+   their static files: `server/routes.py` says what a page is). Frames, images, scripts,
+   fetches, any other method, and a link to anything else (`/v1/ask/stream?q=...` runs a
+   question) are refused with 403. A request that can change something (any method but GET,
+   HEAD and OPTIONS) is also refused when its `Origin` is not this server's (for browsers
+   without those headers). A page cannot forge these headers; clients that are not browsers
+   (curl, SDKs) send neither and pass.
 3. **Token.** With `CONCERTO_API_TOKEN` set, every route but `/health` and `/ready` (liveness
    and readiness probes) needs `Authorization: Bearer TOKEN` or the page's cookie. Opening
    any page with `?token=TOKEN` sets that cookie (HttpOnly, SameSite=Strict) and redirects to
    the same address without it, so the token stays out of the address bar and the access log.
    Otherwise 401 (for a browser, a small page asking for the token).
 
-Refusals are the error contract (`OrchestratorErrorResponse`, `invalid_input`).
+A refusal comes in the shape of the route the request was meant for (`server/errors.py`):
+OpenAI's error on the OpenAI-compatible routes, JSON-RPC's on `/a2a`, the error contract
+(`OrchestratorErrorResponse`, `invalid_input`) elsewhere; no route runs.
 
 A request's body is limited to `CONCERTO_MAX_BODY_BYTES` as the app reads it: refused before a
 byte is read when its `Content-Length` says more, else as soon as the bytes read pass it
-(`BodyTooLarge`, an HTTP 413 the app's handlers answer in their error shape). A route that
-reads and counts its own body (an upload) sets its own limit with FastAPI's `max_body_size`.
-FastAPI's app-wide `max_body_size` is not used: it answers a body that says it is too long with
-a plain-text 413 of its own, whatever the app's handlers say.
+(`BodyTooLarge`, an HTTP 413 the app answers in the route's shape). A route that reads and
+counts its own body (an upload) sets its own limit with FastAPI's `max_body_size`. FastAPI's
+app-wide `max_body_size` is not used: it answers a body that says it is too long with a
+plain-text 413 of its own, whatever the app's handlers say.
+
+Any answer that starts before the request's body was read to its end (a refusal here, a 413,
+an upload refused midway) says `Connection: close`: the server then stops reading, where it
+would otherwise read and discard the rest of the body (2 GB refused with 401 were read whole).
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+from dataclasses import dataclass, field
 from html import escape
 from typing import Any
 from urllib.parse import urlencode, urlsplit
@@ -40,11 +49,12 @@ from urllib.parse import urlencode, urlsplit
 from starlette.exceptions import HTTPException
 from starlette.middleware.body_limit import MAX_BODY_SIZE_SCOPE_KEY
 from starlette.requests import HTTPConnection
-from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocketClose
 
-from concerto.contracts.orchestrator import OrchestratorErrorResponse
+from concerto.server.errors import refusal, too_large
+from concerto.server.routes import is_page, route_for
 from concerto.settings import Settings
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -53,6 +63,18 @@ TOKEN_PARAMETER = "token"
 COOKIE = "concerto_token"
 COOKIE_MAX_AGE_S = 30 * 24 * 3600
 DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A request the edge refuses: its status, what to tell the client and extra headers."""
+
+    status: int
+    message: str
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+Outcome = Refused | Response | None  # a check's verdict: refused, answered (a redirect, a page), or passed
 
 
 class Edge:
@@ -65,7 +87,7 @@ class Edge:
         secret = settings.api_token.get_secret_value() if settings.api_token else None
         self.token = secret.encode("utf-8") if secret else None
         # The cookie holds a digest of the token, not the token: what a browser keeps on disk
-        # opens this server's page and nothing else.
+        # is worth nothing elsewhere (it authorises every route of this server, as the token does).
         self.cookie = hmac.new(self.token, b"concerto page", hashlib.sha256).hexdigest() if self.token else ""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -73,24 +95,33 @@ class Edge:
             await self.app(scope, receive, send)
             return
         connection = HTTPConnection(scope)
-        refusal = self._host(connection) or self._site(connection) or self._token(connection)
-        if refusal is None:
-            await self.app(scope, _limited(receive, scope, self.max_body), send)
-        elif scope["type"] == "websocket":
-            await WebSocketClose(code=1008, reason=_text(refusal))(scope, receive, send)
-        else:
-            await refusal(scope, receive, send)
+        outcome = self._host(connection) or self._site(connection) or self._token(connection)
+        if scope["type"] == "websocket":
+            if outcome is None:
+                await self.app(scope, receive, send)
+            else:
+                reason = outcome.message if isinstance(outcome, Refused) else "refused"
+                await WebSocketClose(code=1008, reason=_close_reason(reason))(scope, receive, send)
+            return
+        body = _Body(scope, receive, self.max_body)
+        send = body.closing(send)
+        if outcome is None:
+            await self.app(scope, body.receive, send)
+            return
+        if isinstance(outcome, Refused):
+            outcome = refusal(scope, outcome.status, outcome.message, outcome.headers)
+        await outcome(scope, receive, send)
 
-    # -- the checks: each answers None (pass) or the response refusing the request ---------------
+    # -- the checks: each answers None (pass), a refusal or the response to send -----------------
 
-    def _host(self, connection: HTTPConnection) -> Response | None:
+    def _host(self, connection: HTTPConnection) -> Outcome:
         given = connection.headers.get("host", "")
         name = host_name(given)
         server = connection.scope.get("server")
         if name and (self._allowed(name) or (server and name == str(server[0]).lower())):
             return None
         shown = given[:100] or "(none)"
-        return refusal(
+        return Refused(
             400,
             f"This server does not answer to the host name {shown!r}; add it to CONCERTO_ALLOWED_HOSTS "
             "(comma-separated) if it is this server's",
@@ -104,30 +135,37 @@ class Edge:
                 return True
         return False
 
-    def _site(self, connection: HTTPConnection) -> Response | None:
+    def _site(self, connection: HTTPConnection) -> Outcome:
         headers, scope = connection.headers, connection.scope
         reading = scope["type"] == "http" and scope["method"] in SAFE_METHODS
         site = headers.get("sec-fetch-site")
         if site in ("cross-site", "same-site"):
             # Another site may link to a page (a top-level navigation), nothing else: not
-            # embed it in a frame, load the API as an image or script, or fetch from it.
+            # embed it in a frame, load the API as an image or script, fetch from it, or link
+            # to the API (a GET stream runs a question).
             mode, dest = headers.get("sec-fetch-mode"), headers.get("sec-fetch-dest", "document")
             if not (reading and mode == "navigate" and dest == "document"):
-                return refusal(
+                return Refused(
                     403,
                     f"Cross-site request refused (Sec-Fetch-Site: {site}, Sec-Fetch-Mode: {mode}); "
                     "use this server's own page, or a program",
                 )
+            if not is_page(route_for(scope)):
+                return Refused(
+                    403,
+                    f"Cross-site request refused: a link from another site may open this server's pages, not "
+                    f"{scope['path'][:100]!r}; use this server's own page, or a program",
+                )
         origin = headers.get("origin")
         if reading or origin is None or _origin_address(origin) == _host_address(connection):
             return None
-        return refusal(
+        return Refused(
             403,
             f"Cross-site request refused: it comes from a page at {origin[:100]!r}, not from this server; "
             "call the API from this server's page or from a program (which sends no Origin header)",
         )
 
-    def _token(self, connection: HTTPConnection) -> Response | None:
+    def _token(self, connection: HTTPConnection) -> Outcome:
         if self.token is None:
             return None
         scope = connection.scope
@@ -145,13 +183,14 @@ class Edge:
         reason = "the token given is not this server's" if scheme or cookie else "this server requires its API token"
         return _unauthorized(connection, reason)
 
-    def _sign_in(self, connection: HTTPConnection, given: str) -> Response:
+    def _sign_in(self, connection: HTTPConnection, given: str) -> Outcome:
         """`GET /any/path?token=TOKEN`: the cookie and a redirect to the address without the token."""
         assert self.token is not None
         kept = urlencode(_without_token(connection))
         if not hmac.compare_digest(given.encode("utf-8"), self.token):
             return _unauthorized(connection, "the token in the address is not this server's")
-        target = connection.scope.get("root_path", "") + connection.scope["path"]
+        # One leading slash: `//evil.example` (sent as /%2F%2Fevil.example) is another site to a browser.
+        target = "/" + connection.scope["path"].lstrip("/\\")
         response = RedirectResponse(target + (f"?{kept}" if kept else ""), status_code=303)
         response.set_cookie(
             _cookie_name(connection),
@@ -169,28 +208,45 @@ class BodyTooLarge(HTTPException):
     """A request body over its limit (raised while the app reads it)."""
 
     def __init__(self, limit: int) -> None:
-        super().__init__(413, f"The request body is over the limit of {limit:,} bytes (CONCERTO_MAX_BODY_BYTES)")
+        super().__init__(413, too_large("The request body", f"{limit:,} bytes", "CONCERTO_MAX_BODY_BYTES"))
 
 
-def _limited(receive: Receive, scope: Scope, default: int) -> Receive:
-    """`receive` counting the body's bytes against the route's limit (FastAPI's `max_body_size`
-    of the route, read when the app first reads, after routing) or `default`."""
-    declared = _content_length(scope)
-    read = 0
+class _Body:
+    """The request's body as the app reads it: counted against the route's limit (FastAPI's
+    `max_body_size` of the route, read when the app first reads, after routing) or the app's,
+    and whether some of it is still unread."""
 
-    async def limited() -> Message:
-        nonlocal read
-        limit = scope.get(MAX_BODY_SIZE_SCOPE_KEY, default)
-        if declared is not None and declared > limit:
+    def __init__(self, scope: Scope, receive: Receive, default: int) -> None:
+        self.scope, self._receive, self.default = scope, receive, default
+        self.declared = _content_length(scope)
+        self.read = 0
+        chunked = any(name == b"transfer-encoding" for name, _ in scope.get("headers", ()))
+        self.unread = chunked or bool(self.declared)
+
+    async def receive(self) -> Message:
+        """`receive`, raising `BodyTooLarge` as soon as the body is known to be over its limit."""
+        limit = self.scope.get(MAX_BODY_SIZE_SCOPE_KEY, self.default)
+        if self.declared is not None and self.declared > limit:
             raise BodyTooLarge(limit)
-        message = await receive()
+        message = await self._receive()
         if message["type"] == "http.request":
-            read += len(message.get("body", b""))
-            if read > limit:
+            self.read += len(message.get("body", b""))
+            if self.read > limit:
                 raise BodyTooLarge(limit)
+            self.unread = bool(message.get("more_body", False))
         return message
 
-    return limited
+    def closing(self, send: Send) -> Send:
+        """`send`, adding `Connection: close` to an answer that starts while the body is unread."""
+
+        async def closing_send(message: Message) -> None:
+            if message["type"] == "http.response.start" and self.unread:
+                headers = list(message.get("headers", ()))
+                if not any(name.lower() == b"connection" for name, _ in headers):
+                    message = {**message, "headers": [*headers, (b"connection", b"close")]}
+            await send(message)
+
+        return closing_send
 
 
 def _content_length(scope: Scope) -> int | None:
@@ -204,12 +260,6 @@ def _without_token(connection: HTTPConnection) -> list[tuple[str, str]]:
     return [(k, v) for k, v in connection.query_params.multi_items() if k != TOKEN_PARAMETER]
 
 
-def refusal(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
-    """The error contract for a request refused at the edge."""
-    body = OrchestratorErrorResponse(error_message=message, error_category="invalid_input")
-    return JSONResponse(body.model_dump(mode="json"), status_code=status, headers=headers)
-
-
 def host_name(host: str) -> str:
     """The name of a `Host` header's value, lower case, without port, brackets or final dot;
     empty when it is not a host."""
@@ -220,16 +270,24 @@ def host_name(host: str) -> str:
     return name.rstrip(".")
 
 
-def _host_address(connection: HTTPConnection) -> tuple[str, int | None]:
-    parts = urlsplit(f"//{connection.headers.get('host', '')}")
-    return _address(parts.hostname, _port(parts), connection.url.scheme)
+def _host_address(connection: HTTPConnection) -> tuple[str, int | None] | None:
+    try:
+        parts = urlsplit(f"//{connection.headers.get('host', '')}")
+        return _address(parts.hostname, _port(parts), connection.url.scheme)
+    except ValueError:
+        return None
 
 
 def _origin_address(origin: str) -> tuple[str, int | None] | None:
-    parts = urlsplit(origin)
-    if not parts.scheme or not parts.hostname:  # "null": a sandboxed frame, a file, a redirect
+    """(host, port) of an `Origin`; None for "null" (a sandboxed frame, a file, a redirect) or
+    a value that is not an origin (`http://[::1`), which matches no server."""
+    try:
+        parts = urlsplit(origin)
+        if not parts.scheme or not parts.hostname:
+            return None
+        return _address(parts.hostname, _port(parts), parts.scheme)
+    except ValueError:
         return None
-    return _address(parts.hostname, _port(parts), parts.scheme)
 
 
 def _port(parts: Any) -> int | None:
@@ -252,7 +310,7 @@ def _cookie_name(connection: HTTPConnection) -> str:
     return f"{COOKIE}_{port}" if port and port > 0 else COOKIE
 
 
-def _unauthorized(connection: HTTPConnection, reason: str) -> Response:
+def _unauthorized(connection: HTTPConnection, reason: str) -> Outcome:
     headers = {"WWW-Authenticate": 'Bearer realm="concerto"'}
     message = (
         f"Unauthorized: {reason}. Send `Authorization: Bearer TOKEN` (CONCERTO_API_TOKEN), "
@@ -260,7 +318,7 @@ def _unauthorized(connection: HTTPConnection, reason: str) -> Response:
     )
     if connection.scope["type"] == "http" and "text/html" in connection.headers.get("accept", ""):
         return HTMLResponse(_sign_in_page(reason), status_code=401, headers={**headers, **_PAGE_HEADERS})
-    return refusal(401, message, headers)
+    return Refused(401, message, headers)
 
 
 _PAGE_HEADERS = {
@@ -282,11 +340,6 @@ def _sign_in_page(reason: str) -> str:
     )
 
 
-def _text(response: Response) -> str:
-    """A refusal's message, for a WebSocket's close reason (at most 123 bytes)."""
-    body = bytes(response.body).decode("utf-8", "replace")
-    try:
-        message = str(OrchestratorErrorResponse.model_validate_json(body).error_message)
-    except ValueError:
-        message = body
+def _close_reason(message: str) -> str:
+    """A refusal's message as a WebSocket's close reason (at most 123 bytes)."""
     return message.encode("utf-8")[:123].decode("utf-8", "ignore")

@@ -13,26 +13,12 @@ events) is ended cleanly, so a client can resume it elsewhere (`Last-Event-ID`).
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
 
-from concerto.contracts.orchestrator import OrchestratorErrorResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+from concerto.server.errors import error_response
 
-
-def stopping() -> OrchestratorErrorResponse:
-    """The error contract of a request the shutdown cut short."""
-    return OrchestratorErrorResponse(
-        error_message="The server is shutting down and could not finish this question; ask again.",
-        error_category="timeout",
-        retry_recommended=True,
-    )
+STOPPING = "The server is shutting down and could not finish this question; ask again."
 
 
 def answer_when_cancelled(app: ASGIApp) -> ASGIApp:
@@ -62,14 +48,8 @@ def answer_when_cancelled(app: ASGIApp) -> ASGIApp:
             if started:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
                 return
-            body = json.dumps(stopping().model_dump(mode="json")).encode()
-            headers = [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                (b"retry-after", b"1"),
-                (b"connection", b"close"),
-            ]
-            await send({"type": "http.response.start", "status": 503, "headers": headers})
-            await send({"type": "http.response.body", "body": body, "more_body": False})
+            headers = {"Retry-After": "1", "Connection": "close"}
+            answer = error_response(503, STOPPING, category="timeout", retry=True, headers=headers)
+            await answer(scope, receive, send)
 
     return wrapped

@@ -25,7 +25,7 @@ from concerto.contracts.orchestrator import (
     OrchestratorErrorResponse,
     OrchestratorInput,
     OrchestratorOutput,
-    unencodable,
+    encodable,
 )
 from concerto.server.app import Now
 
@@ -89,9 +89,19 @@ class Refusal(Exception):
         return JSONResponse(ErrorBody(error=self.detail).model_dump(mode="json"), status_code=self.status)
 
 
+# OpenAI's `code` for a refusal of the server's edge (server/edge.py), by status.
+EDGE_CODES = {401: "invalid_api_key"}  # what OpenAI itself answers a wrong key with
+
+
 class OpenAIRoute(APIRoute):
     """A route whose refusals, malformed bodies and own faults are answered in OpenAI's error
-    shape rather than by the app's handlers (Concerto's error contract)."""
+    shape rather than by the app's handlers (Concerto's error contract); the server's edge
+    finds `refusal` on it (`concerto.server.routes.OwnErrors`) and answers in the same shape."""
+
+    def refusal(self, status: int, message: str) -> Response:
+        """A request refused before the route ran (a wrong host or token, another site's page,
+        a body over the limit), in OpenAI's shape."""
+        return Refusal(status, message, code=EDGE_CODES.get(status)).response()
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
@@ -104,11 +114,9 @@ class OpenAIRoute(APIRoute):
             except RequestValidationError as exc:
                 return _invalid(exc.errors()).response()
             except HTTPException as exc:  # FastAPI's "error parsing the body", a body over a size limit
-                message = _NOT_JSON if exc.status_code == 400 else str(exc.detail)
-                response = Refusal(exc.status_code, message).response()
-                if exc.status_code == 413:  # the rest of the body is not read: the connection cannot be kept
-                    response.headers["Connection"] = "close"
-                return response
+                if exc.status_code == 400:
+                    return Refusal(400, _NOT_JSON).response()
+                return self.refusal(exc.status_code, str(exc.detail))
             except Exception as exc:
                 log.exception("%s %s failed", request.method, request.url.path)
                 message = f"Internal error in the OpenAI-compatible endpoint: {type(exc).__name__}"
@@ -246,19 +254,13 @@ class ChatCompletionRequest(BaseModel):
     )
     concerto: ConcertoOptions | None = None
 
-    @field_validator("*", mode="before")
-    @classmethod
-    def _encodable(cls, value: Any) -> Any:
-        """Text UTF-8 can encode, as the input contract requires (a lone surrogate is refused)."""
-        if problem := unencodable(value):
-            raise ValueError(f"{problem}; send text that is valid Unicode")
-        return value
+    # Text UTF-8 can encode, as the input contract requires (a lone surrogate is refused).
+    _encodable = field_validator("*", mode="before")(encodable)
 
     @model_validator(mode="after")
     def _encodable_extra(self) -> ChatCompletionRequest:
         """The same of the fields Concerto does not read (`user`, `tools` ...)."""
-        if problem := unencodable(self.model_extra or {}):
-            raise ValueError(f"{problem}; send text that is valid Unicode")
+        encodable(self.model_extra or {})
         return self
 
 

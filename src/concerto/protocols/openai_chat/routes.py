@@ -115,7 +115,7 @@ CHAT_RESPONSES: dict[int | str, dict[str, Any]] = {
 router = APIRouter(prefix="/v1", tags=["openai"], route_class=OpenAIRoute)
 
 
-@router.get("/models", response_model=ModelList)
+@router.get("/models", response_model=ModelList, responses={"4XX": ERRORS["4XX"]})
 async def list_models() -> ModelList:
     """The models: `concerto`, and the same model writing for one reader (`user_expertise`)."""
     return ModelList(data=[ModelCard(id=name) for name in MODELS])
