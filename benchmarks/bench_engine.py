@@ -31,6 +31,7 @@ from _timing import percentile, timed
 from concerto.agents.base import Agent, AgentContext, AgentInfo, AgentResult
 from concerto.agents.loader import load_registry
 from concerto.agents.registry import AgentRegistry
+from concerto.agents.task import TaskInput
 from concerto.contracts.orchestrator import OrchestratorInput
 from concerto.contracts.plan import AgentTask, OrchestrationPlan
 from concerto.orchestrator.engine import Orchestrator
@@ -43,7 +44,7 @@ def noop_agent(name: str, delay: float = 0.0) -> type[Agent]:
     class _A(Agent):
         info = AgentInfo(name=name, description=f"no-op {name}", examples=[f"run the {name} step"])
 
-        async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
+        async def run(self, context: AgentContext, task: TaskInput) -> AgentResult:
             if delay:
                 await asyncio.sleep(delay)
             return AgentResult(output={"agent": name}, summary=f"{name} done")

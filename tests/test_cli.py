@@ -119,22 +119,23 @@ PROBE = '''
 from concerto import Agent, AgentInfo, AgentResult, Pack
 
 class Probe(Agent):
-    """Answers with the payload it was given."""
+    """Answers with the task it was given."""
 
-    info = AgentInfo(name="probe", description="Shows the payload it receives.")
+    info = AgentInfo(name="probe", description="Shows the task it receives.")
 
     def match_structured(self, text):
         return {} if text.startswith("probe:") else None
 
-    async def run(self, context, payload):
-        return AgentResult(output={k: v for k, v in payload.items() if k != "request"}, summary="probed")
+    async def run(self, context, task):
+        given = {"source": task.source, "context": task.business_context, **task.inputs}
+        return AgentResult(output={k: v for k, v in given.items() if v is not None}, summary="probed")
 
 pack = Pack(name="probe", agents=[Probe])
 '''
 
 
 def test_ask_options_come_from_the_input_contract(install_plugin, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    """Every `OrchestratorInput` field is an option; per-question parameters reach the agent's payload."""
+    """Every `OrchestratorInput` field is an option; per-question parameters reach the agent's task."""
     install_plugin("probe_pack", PROBE, {"concerto.agents": {"probe": "probe_pack:pack"}})
     args = ["--source", "sales", "--context", "Q3 only", "--param", "k=3", "--param", "label=top tier"]
     r = subprocess.run(

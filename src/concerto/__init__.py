@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from concerto.agents.loader import load_registry
     from concerto.agents.pack import Pack
     from concerto.agents.registry import AgentRegistry, register_agent
+    from concerto.agents.task import PriorResult, TaskInput
     from concerto.api import ask
     from concerto.contracts.common import AgentError, ErrorKind, ExecutionStatus
     from concerto.contracts.dispatch import AgentDispatchRequest, AgentDispatchResponse
@@ -50,12 +51,14 @@ _WHERE = {
     "OrchestrationPlan": "concerto.contracts.plan",
     "Orchestrator": "concerto.orchestrator.engine",
     "Pack": "concerto.agents.pack",
+    "PriorResult": "concerto.agents.task",
     "PackSettings": "concerto.settings",
     "OrchestratorErrorResponse": "concerto.contracts.orchestrator",
     "OrchestratorInput": "concerto.contracts.orchestrator",
     "OrchestratorOutput": "concerto.contracts.orchestrator",
     "QueryState": "concerto.contracts.events",
     "Settings": "concerto.settings",
+    "TaskInput": "concerto.agents.task",
     "ask": "concerto.api",
     "load_registry": "concerto.agents.loader",
     "register_agent": "concerto.agents.registry",
@@ -84,8 +87,10 @@ __all__ = [
     "OrchestratorOutput",
     "Pack",
     "PackSettings",
+    "PriorResult",
     "QueryState",
     "Settings",
+    "TaskInput",
     "ask",
     "load_registry",
     "register_agent",

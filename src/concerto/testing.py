@@ -1,5 +1,5 @@
 """Test helpers shipped for users and plugin authors: a scripted LLM, a fake agent, a context,
-and a guard against real LLM requests.
+one agent run as the executor runs it, and a guard against real LLM requests.
 
 Like httpx's MockTransport, these let code that uses Concerto be tested without a
 network or a model. In a conftest.py:
@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentInfo, AgentResult
+from concerto.agents.task import TaskInput
 from concerto.contracts.orchestrator import OrchestratorInput
 from concerto.llm import guard
 from concerto.llm.base import LLMError, LLMResponse, Message
@@ -73,7 +74,7 @@ def fake_agent(
     fail: BaseException | None = None,
     description: str | None = None,
     examples: list[str] | None = None,
-    on_run: Callable[[AgentContext, dict[str, Any]], Any] | None = None,
+    on_run: Callable[[AgentContext, TaskInput], Any] | None = None,
 ) -> type[Agent]:
     """Build an agent class that waits `delay_s`, then raises `fail` or returns `output`.
 
@@ -88,11 +89,11 @@ def fake_agent(
             pack="testing",
         )
 
-        async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
+        async def run(self, context: AgentContext, task: TaskInput) -> AgentResult:
             if delay_s:
                 await asyncio.sleep(delay_s)
             if on_run is not None:
-                on_run(context, payload)
+                on_run(context, task)
             if fail is not None:
                 raise fail
             return AgentResult(output=dict(output or {"agent": name}), summary=summary)
@@ -120,6 +121,17 @@ def make_context(
         llm=llm,
         agent=agent,
     )
+
+
+async def run_agent(
+    agent: Agent, context: AgentContext, question: str | None = None, *, inputs: dict[str, Any] | None = None
+) -> AgentResult:
+    """Answer `question` (the context's, when None) with one agent, as the executor does: the
+    agent's `prepare` reads it into the task's inputs, unless `inputs` are given (then used as
+    they are, as a plan task's `input_payload` would be)."""
+    question = context.query.query if question is None else question
+    read = await agent.prepare(question, context) if inputs is None else inputs
+    return await agent.run(context, TaskInput.build(context.query, request=question, prepared=read))
 
 
 @contextmanager

@@ -23,7 +23,7 @@ from concerto import Agent, AgentInfo, AgentResult
 class Hello(Agent):
     info = AgentInfo(name="hello", description="Says hello to whoever asks for a greeting.")
 
-    async def run(self, context, payload):
+    async def run(self, context, task):
         return AgentResult(summary="hello", entities={"who": "you"})
 """
 

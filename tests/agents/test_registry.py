@@ -30,7 +30,7 @@ def test_duplicate_names_and_missing_info_are_refused() -> None:
         reg.register(fake_agent("a"))
 
     class NoInfo(Agent):  # type: ignore[misc]
-        async def run(self, context, payload):  # type: ignore[no-untyped-def]
+        async def run(self, context, task):  # type: ignore[no-untyped-def]
             raise AssertionError
 
     with pytest.raises(RegistryError, match="no `info"):
@@ -52,7 +52,7 @@ def test_a_module_of_register_agent_classes_is_a_pack(install_plugin: Callable[.
         "@register_agent\n"
         "class Weatherish(Agent):\n"
         "    info = AgentInfo(name='acme_forecast', description='Forecasts')\n"
-        "    async def run(self, context, payload):\n"
+        "    async def run(self, context, task):\n"
         "        return AgentResult(summary='sunny')\n",
         {"concerto.agents": {"acme": "acme_agents"}},
     )

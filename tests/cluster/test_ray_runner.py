@@ -20,6 +20,7 @@ from _services.ports import free_port
 from _services.ray import RayCluster
 from concerto.agents.base import AgentContext, AgentResult
 from concerto.agents.registry import AgentRegistry
+from concerto.agents.task import TaskInput
 from concerto.cluster.ray_runner import RayRunner
 from concerto.cluster.tables import Records
 from concerto.contracts.common import ErrorKind, ExecutionStatus
@@ -41,18 +42,18 @@ class Counting(fake_agent("counting")):  # type: ignore[misc, valid-type]
 
     calls = 0
 
-    async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
+    async def run(self, context: AgentContext, task: TaskInput) -> AgentResult:
         self.calls += 1
         mine = self.calls
         await context.emit(EventType.THINKING, "counting", {"calls": mine})
-        await asyncio.sleep(float(payload.get("delay", 0)))
+        await asyncio.sleep(float(task.inputs.get("delay", 0)))
         return AgentResult(output={"pid": os.getpid(), "calls": mine})
 
 
 class Dying(fake_agent("dying")):  # type: ignore[misc, valid-type]
     """Kills its own worker process in the middle of a task."""
 
-    async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
+    async def run(self, context: AgentContext, task: TaskInput) -> AgentResult:
         await context.emit(EventType.THINKING, "about to die")
         await asyncio.sleep(0.1)
         os.kill(os.getpid(), signal.SIGKILL)
@@ -67,9 +68,9 @@ def execute(runner: RayRunner, plan: OrchestrationPlan, registry: AgentRegistry)
     events = EventStream("q")
     query = make_context().query  # one question for every task of the plan, as the engine does
 
-    def context(task, agent, deps):  # type: ignore[no-untyped-def]
+    def context(task, agent):  # type: ignore[no-untyped-def]
         made = make_context(settings=settings, resources=resources, agent=agent)
-        made.query, made.task_id, made.previous_results, made._emit = query, task.task_id, deps, events.agent_emit
+        made.query, made.task_id, made._emit = query, task.task_id, events.agent_emit
         return made
 
     executor = Executor(instances.__getitem__, runner=runner)
@@ -195,20 +196,20 @@ async def test_a_question_answered_on_the_cluster_is_the_same_as_in_process(
 class Table(fake_agent("table")):  # type: ignore[misc, valid-type]
     """Returns a table of 20,000 rows (about 1 MB pickled)."""
 
-    async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
+    async def run(self, context: AgentContext, task: TaskInput) -> AgentResult:
         rows = [{"id": i, "amount": i * 0.5, "region": f"r{i % 7}"} for i in range(20_000)]
         return AgentResult(output={"rows": rows}, summary="20,000 rows")
 
 
 class Reader(fake_agent("reader")):  # type: ignore[misc, valid-type]
-    """Reads the earlier table from its context and from its payload."""
+    """Reads the earlier table from its task (and checks it is the table the first task made)."""
 
-    async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
-        (earlier,) = context.previous_results
-        (given,) = payload["previous_results"]
-        same = earlier.output["rows"] == given["result"]["rows"]
-        total = sum(row["amount"] for row in earlier.output["rows"])
-        return AgentResult(output={"rows": len(earlier.output["rows"]), "same": same, "total": total})
+    async def run(self, context: AgentContext, task: TaskInput) -> AgentResult:
+        (earlier,) = task.previous
+        rows = earlier.result["rows"]
+        same = rows == [{"id": i, "amount": i * 0.5, "region": f"r{i % 7}"} for i in range(20_000)]
+        total = sum(row["amount"] for row in rows)
+        return AgentResult(output={"rows": len(rows), "same": same, "total": total})
 
 
 @pytest.mark.parametrize("placement", ["actor", "task"])

@@ -15,7 +15,7 @@ from concerto.mcp.settings import MCPSettings
 from concerto.mcp.spec import ServersFileError, load_servers
 from concerto.resources import Resources
 from concerto.settings import Settings
-from concerto.testing import make_context
+from concerto.testing import make_context, run_agent
 
 SERVERS = Path(__file__).parent / "servers"
 
@@ -65,13 +65,13 @@ async def test_tool_agent_runs_the_tool(notes_settings: Settings) -> None:
         count = agents["notes_count_words"](notes_settings, resources)
         question = "one two three four"
         ctx = make_context(question, settings=notes_settings, resources=resources)
-        result = await count.run(ctx, await count.prepare(question, ctx))
+        result = await run_agent(count, ctx, question)
         assert result.output == {"words": 4}
 
         add = agents["notes_add_note"](notes_settings, resources)
         question = 'add a note title="Groceries" body="milk, eggs" pinned=true'
         ctx = make_context(question, settings=notes_settings, resources=resources)
-        result = await add.run(ctx, await add.prepare(question, ctx))
+        result = await run_agent(add, ctx, question)
         assert result.summary == "saved note 'Groceries' (10 chars, pinned=True)"
 
         with pytest.raises(AgentFailure, match="needs the inputs title, body"):

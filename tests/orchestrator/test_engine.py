@@ -170,7 +170,7 @@ async def test_intent_file_routes_by_its_examples_and_plans_from_its_table(make_
     explain = fake_agent(
         "explain",
         summary="The figures rose.",
-        on_run=lambda c, p: order.append(f"explain saw {[r.agent for r in c.previous_results]}"),
+        on_run=lambda c, t: order.append(f"explain saw {[r.agent for r in t.previous]}"),
     )
     table = tmp_path / "intents.yaml"
     table.write_text(

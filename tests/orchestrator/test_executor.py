@@ -22,6 +22,7 @@ import pytest
 
 from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentResult
 from concerto.agents.registry import AgentRegistry
+from concerto.agents.task import TaskInput
 from concerto.contracts.common import ErrorKind, ExecutionStatus
 from concerto.contracts.dispatch import AgentDispatchResponse
 from concerto.contracts.orchestrator import OrchestratorInput
@@ -86,7 +87,7 @@ def timed(name: str, delay: float, fail: BaseException | None = None) -> type[Ag
     """An agent that sleeps `delay` s, then raises `fail` or returns when it ran (wall clock)."""
 
     class Timed(fake_agent(name)):  # type: ignore[misc, valid-type]
-        async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
+        async def run(self, context: AgentContext, task: TaskInput) -> AgentResult:
             start = time.time()
             await asyncio.sleep(delay)
             if fail is not None:
@@ -119,7 +120,7 @@ class Run:
 def context_factory(settings: Settings, resources: Resources, query: OrchestratorInput | None = None):  # type: ignore[no-untyped-def]
     """The executor's `make_context` for a fixed question."""
 
-    def make_context(task, agent, deps):  # type: ignore[no-untyped-def]
+    def make_context(task, agent):  # type: ignore[no-untyped-def]
         return AgentContext(
             query=query or OrchestratorInput(query="q"),
             now=datetime.now(UTC),
@@ -127,7 +128,6 @@ def context_factory(settings: Settings, resources: Resources, query: Orchestrato
             resources=resources,
             task_id=task.task_id,
             agent=agent,
-            previous_results=deps,
         )
 
     return make_context
@@ -256,12 +256,12 @@ def test_deadline_cancels_and_returns_partial_results(backend: Backend) -> None:
 
 
 class Witness(Agent):
-    """Returns what it was given: the earlier tasks' agents and its payload."""
+    """Returns what it was given: the earlier tasks' agents and its task."""
 
     info = fake_agent("witness").info
 
-    async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
-        seen = {"ctx": [r.agent for r in context.previous_results], "payload": payload}
+    async def run(self, context: AgentContext, task: TaskInput) -> AgentResult:
+        seen = {"ctx": [r.agent for r in task.previous], "task": task.model_dump()}
         return AgentResult(output=seen, entities={"who": "witness"})
 
 
@@ -271,7 +271,7 @@ def test_previous_results_reach_dependents(backend: Backend) -> None:
     r = run(backend, plan, AgentRegistry([first, Witness]))
     seen = r.results[1].output
     assert seen["ctx"] == ["first"]
-    assert seen["payload"]["previous_results"] == [  # 004's shape: agent, task (what it was asked), result; and ours
+    assert seen["task"]["previous"] == [  # 004's shape: agent, task (what it was asked), result; and ours
         {
             "agent": "first",
             "task": "what is the answer?",
@@ -290,14 +290,10 @@ def test_question_parameters_reach_every_payload_and_entities_come_back(backend:
     )
     plan = OrchestrationPlan(tasks=[task("A", "witness", input_payload={"analysis_type": "effect", "source": "x"})])
     r = run(backend, plan, AgentRegistry([Witness]), query=query)
-    assert r.results[0].output["payload"] == {
-        "request": "q",
-        "treatment": "samples",
-        "data_source_id": "ds-1",
-        "context": "Q3",
-        "source": "x",  # the intent table's input_payload is the task's configuration: it wins
-        "analysis_type": "effect",
-    }
+    given = r.results[0].output["task"]
+    assert given["question"] == "q" and given["business_context"] == "Q3"
+    assert given["source"] == "x"  # the intent table's input_payload is the task's configuration: it wins
+    assert given["inputs"] == {"treatment": "samples", "analysis_type": "effect"}
     assert r.results[0].entities == {"who": "witness"}
 
 
@@ -315,7 +311,7 @@ def test_a_crash_inside_the_executor_is_reported_not_hung(backend: Backend) -> N
     """An agent returning something that breaks the response contract fails its task only."""
 
     class Broken(fake_agent("broken")):  # type: ignore[misc, valid-type]
-        async def run(self, context, payload):  # type: ignore[no-untyped-def]
+        async def run(self, context, task):  # type: ignore[no-untyped-def]
             return "not an AgentResult"
 
     r = run(
@@ -331,7 +327,7 @@ def marking(name: str, marks: Path) -> type[Agent]:
     """An agent that writes `started` to a file, sleeps, and writes `cancelled` if stopped."""
 
     class Marking(fake_agent(name)):  # type: ignore[misc, valid-type]
-        async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
+        async def run(self, context: AgentContext, task: TaskInput) -> AgentResult:
             marks.write_text("started")
             try:
                 await asyncio.sleep(30)
@@ -418,7 +414,7 @@ def test_a_task_cancelled_by_something_else_is_settled(backend: Backend) -> None
     never ended."""
 
     class Cancelling(fake_agent("cancelling")):  # type: ignore[misc, valid-type]
-        async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
+        async def run(self, context: AgentContext, task: TaskInput) -> AgentResult:
             me = asyncio.current_task()
             assert me is not None
             me.cancel()
@@ -441,7 +437,7 @@ def test_an_agent_that_catches_its_timeout_does_not_spoil_the_fallbacks(backend:
     timeout (the first cancel request was answered, not left counted against the task)."""
 
     class Stubborn(fake_agent("stubborn")):  # type: ignore[misc, valid-type]
-        async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
+        async def run(self, context: AgentContext, task: TaskInput) -> AgentResult:
             try:
                 await asyncio.sleep(10)
             except asyncio.CancelledError:

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 import pytest
 
 from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentInfo, AgentResult, FirstUse
+from concerto.agents.task import TaskInput
 from concerto.contracts.events import EventType
 from concerto.contracts.orchestrator import OrchestratorErrorResponse, OrchestratorInput, OrchestratorOutput
 from concerto.orchestrator.engine import Orchestrator
@@ -69,7 +70,7 @@ def demo_agent(name: str, demo: Demo, timeout_ms: int = 300, lazy: bool = True) 
                 return None
             return FirstUse("test.demo", "the test data", ESTIMATE_S, demo.load)
 
-        async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
+        async def run(self, context: AgentContext, task: TaskInput) -> AgentResult:
             if not lazy:
                 return AgentResult(summary=f"{name} answered without the data")
             try:
@@ -236,7 +237,7 @@ async def test_async_work_runs_on_the_loop_and_short_work_is_not_announced(
             await asyncio.sleep(PREPARE_S)
             started.append(asyncio.get_running_loop())
 
-        async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
+        async def run(self, context: AgentContext, task: TaskInput) -> AgentResult:
             return AgentResult(summary="open" if started else "closed")
 
     orch = make_orchestrator(Session)

@@ -9,6 +9,7 @@ import pytest
 
 from concerto.agents.base import Agent, AgentContext, AgentInfo, AgentResult
 from concerto.agents.registry import AgentRegistry
+from concerto.agents.task import TaskInput
 from concerto.llm.base import LLMError
 from concerto.nlp.embeddings import LocalEmbedder
 from concerto.orchestrator.router import Router
@@ -27,7 +28,7 @@ def declared(name: str, description: str, examples: list[str], structured_prefix
                 return {"raw": text}
             return None
 
-        async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
+        async def run(self, context: AgentContext, task: TaskInput) -> AgentResult:
             return AgentResult()
 
     return _A

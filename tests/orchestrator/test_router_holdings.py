@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import random
 import time
-from typing import Any
 
 import pytest
 
 from concerto.agents.base import Agent, AgentContext, AgentInfo, AgentResult, Holdings
+from concerto.agents.task import TaskInput
 from concerto.nlp.terms import TermIndex, named, stems
 from concerto.orchestrator import router as router_module
 from concerto.orchestrator.router import Router
@@ -42,14 +42,14 @@ class Holder(Agent):
     def holdings(self) -> Holdings | None:
         return self.held
 
-    async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
+    async def run(self, context: AgentContext, task: TaskInput) -> AgentResult:
         return AgentResult()
 
 
 class Clock(Agent):
     info = AgentInfo(name="clock", description="Current local time in a city", examples=["what time is it in Chicago?"])
 
-    async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
+    async def run(self, context: AgentContext, task: TaskInput) -> AgentResult:
         return AgentResult()
 
 

@@ -38,6 +38,7 @@ from _services.ports import dead_url
 from _services.serve import running_serve
 from concerto.agents.base import Agent, AgentContext, AgentInfo, AgentResult
 from concerto.agents.registry import AgentRegistry
+from concerto.agents.task import TaskInput
 from concerto.contracts.events import Event, EventType
 from concerto.contracts.orchestrator import OrchestratorErrorResponse, OrchestratorOutput
 from concerto.orchestrator.engine import Orchestrator
@@ -248,7 +249,7 @@ async def test_cancel_stops_the_run() -> None:
     class Slow(Agent):
         info = AgentInfo(name="slow", description="Thinks slowly about anything", examples=["think slowly"])
 
-        async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
+        async def run(self, context: AgentContext, task: TaskInput) -> AgentResult:
             started.set()
             try:
                 await asyncio.sleep(60)
@@ -340,7 +341,7 @@ def counting_agent(events: list[str]) -> type[Agent]:
     class Counter(Agent):
         info = AgentInfo(name="counter", description="Counts slowly to five", examples=["count slowly"])
 
-        async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
+        async def run(self, context: AgentContext, task: TaskInput) -> AgentResult:
             for i in range(1, 6):
                 try:
                     await asyncio.sleep(0.2)

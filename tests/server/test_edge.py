@@ -23,6 +23,7 @@ from _services.serve import running_serve
 from concerto.agents.base import Agent, AgentContext, AgentInfo, AgentResult, FirstUse
 from concerto.agents.loader import Packs
 from concerto.agents.registry import AgentRegistry
+from concerto.agents.task import TaskInput
 from concerto.contracts.orchestrator import OrchestratorInput
 from concerto.data.pack import pack as data_pack
 from concerto.orchestrator.engine import Orchestrator
@@ -44,7 +45,7 @@ A2A_MESSAGE = {
 
 
 class Calls(list[dict[str, Any]]):
-    """The payloads the greeter agent was run with: a refused request runs nothing."""
+    """The tasks the greeter agent was run with: a refused request runs nothing."""
 
 
 def app_with(tmp_path: Path, calls: Calls, **settings: Any) -> Any:
@@ -54,7 +55,7 @@ def app_with(tmp_path: Path, calls: Calls, **settings: Any) -> Any:
         description="Says hello to people",
         examples=["say hello to me"],
         summary="Hello!",
-        on_run=lambda context, payload: calls.append(payload),
+        on_run=lambda context, task: calls.append(task.model_dump()),
     )
     orchestrator = Orchestrator(
         Settings(data_dir=tmp_path, store_events=False, **settings),
@@ -373,7 +374,7 @@ class Gated(Agent):
     def first_use(self, query: OrchestratorInput | None = None) -> FirstUse | None:
         return None if self.prepared.is_set() else FirstUse("test.gated", "the table", 0.1, self.prepared.wait)
 
-    async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
+    async def run(self, context: AgentContext, task: TaskInput) -> AgentResult:
         return AgentResult(summary="read")
 
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from fastapi.testclient import TestClient
 
 from concerto.agents.base import Agent, AgentContext, AgentInfo, AgentResult, FirstUse
 from concerto.agents.registry import AgentRegistry
+from concerto.agents.task import TaskInput
 from concerto.contracts.orchestrator import OrchestratorInput
 from concerto.orchestrator.engine import Orchestrator
 from concerto.server.app import create_app
@@ -38,7 +39,7 @@ def demo_agent(demo: DemoData) -> type[Agent]:
         def first_use(self, query: OrchestratorInput | None = None) -> FirstUse | None:
             return None if demo.loaded.is_set() else FirstUse("test.demo", "the test table", PREPARE_S, demo.load)
 
-        async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
+        async def run(self, context: AgentContext, task: TaskInput) -> AgentResult:
             return AgentResult(summary="read" if demo.loaded.is_set() else "not loaded")
 
     return Reader
@@ -58,7 +59,7 @@ class Server(Agent):
     def start(self) -> None:
         started.append("server")
 
-    async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
+    async def run(self, context: AgentContext, task: TaskInput) -> AgentResult:
         return AgentResult(summary="pong")
 
 

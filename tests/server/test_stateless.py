@@ -20,6 +20,7 @@ from _services.sse import read_stream
 from concerto.agents.base import AgentContext
 from concerto.agents.loader import load_registry
 from concerto.agents.registry import AgentRegistry
+from concerto.agents.task import TaskInput
 from concerto.orchestrator.engine import Orchestrator
 from concerto.orchestrator.log import StoredRun, open_log
 from concerto.server.app import create_app
@@ -30,7 +31,7 @@ Serve = Callable[..., TestClient]
 seen: list[list[dict[str, Any]] | None] = []  # the conversation_history each `recorder` run saw
 
 
-def _record(context: AgentContext, payload: dict[str, Any]) -> None:
+def _record(context: AgentContext, task: TaskInput) -> None:
     seen.append(context.query.conversation_history)
 
 

@@ -43,7 +43,7 @@ class Slow(Agent):
     def match_structured(self, text):
         return {} if text.startswith("slowly:") else None
 
-    async def run(self, context, payload):
+    async def run(self, context, task):
         for i in range(1, 6):
             await asyncio.sleep(0.2)
             await context.emit(EventType.ACTION, f"counted {i}", {"i": i})

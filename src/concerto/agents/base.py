@@ -1,7 +1,9 @@
-"""The agent extension point: declared `info` plus one async `run(context, payload)`.
+"""The agent extension point: declared `info` plus one async `run(context, task)`.
 
-Agents never import or call one another. What they know of the query comes through
-the `AgentContext` (clock, settings, LLM, events, results of the tasks they depend on).
+Agents never import or call one another. What they are asked comes as a typed `TaskInput`
+(the question, the source, their inputs, the results of the tasks they depend on); what they
+may use comes through the `AgentContext` (clock, settings, resources, LLM, events, and the
+user's request for how to answer).
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from concerto.agents.task import TaskInput
 from concerto.contracts.common import ErrorKind
-from concerto.contracts.dispatch import AgentDispatchResponse
 from concerto.contracts.events import EventType
 from concerto.contracts.orchestrator import OrchestratorInput
 
@@ -160,7 +162,10 @@ Emit = Callable[..., Awaitable[None]]
 
 @dataclass(slots=True)
 class AgentContext:
-    """Everything an agent may use while answering one task."""
+    """Everything an agent may use while answering one task.
+
+    `query` is the user's request as sent: read it for how to answer (`user_expertise`,
+    `output_format`, `query_id`), not for what (that is the `TaskInput`)."""
 
     query: OrchestratorInput
     now: datetime
@@ -169,7 +174,6 @@ class AgentContext:
     llm: LLMClient | None = None
     task_id: str = ""
     agent: str = ""
-    previous_results: list[AgentDispatchResponse] = field(default_factory=list)
     _emit: Emit | None = None
 
     async def emit(self, type: EventType, title: str, details: dict[str, Any] | None = None, step: int = 1) -> None:
@@ -183,8 +187,8 @@ class Agent(ABC):
 
     Optional hooks, all deterministic and cheap by default:
     - `match_structured(text)`: the exact grammar this agent accepts (router step 1);
-    - `prepare(request, context)`: the orchestrator side of the agent's contract, turning
-      the question into the payload (e.g. natural language into the KPI query format);
+    - `prepare(question, context)`: the orchestrator side of the agent's contract, reading
+      the question into the agent's inputs (e.g. natural language into the KPI query format);
     - `holdings()`: what the agent holds now (loaded tables, KPI names), for routing;
     - `ready()`: why the agent cannot answer at all right now (a precondition), or None;
     - `availability()`: what a user should know before asking it (a backend not configured);
@@ -199,15 +203,15 @@ class Agent(ABC):
         self.resources = resources
 
     def match_structured(self, text: str) -> dict[str, Any] | None:
-        """Return a payload if `text` is exactly in a format this agent defines, else None."""
+        """This agent's inputs if `text` is exactly in a format it defines, else None."""
         return None
 
-    async def prepare(self, request: str, context: AgentContext) -> dict[str, Any]:
-        """Build this agent's payload from the question; the default passes it through."""
-        return {"request": request}
+    async def prepare(self, question: str, context: AgentContext) -> dict[str, Any]:
+        """This agent's inputs read from the question (`TaskInput.inputs`); the default: none."""
+        return {}
 
     @abstractmethod
-    async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
+    async def run(self, context: AgentContext, task: TaskInput) -> AgentResult:
         """Answer one task. Raise `AgentFailure` for failures a user can act on."""
 
     def holdings(self) -> Holdings | None:

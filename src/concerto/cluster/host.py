@@ -28,8 +28,8 @@ from datetime import datetime
 from typing import Any
 
 from concerto.agents.base import Agent, AgentContext, AgentResult
+from concerto.agents.task import TaskInput
 from concerto.cluster.tables import pack, unpack
-from concerto.contracts.dispatch import AgentDispatchResponse
 from concerto.contracts.events import EventType
 from concerto.contracts.orchestrator import OrchestratorInput
 from concerto.resources import Resources
@@ -43,11 +43,12 @@ STOP_S = 10.0  # how long a cancelled task waits for its agent to finish cleanin
 
 @dataclass(frozen=True)
 class Earlier:
-    """An earlier task's response sent by reference: the response without its output, and the
-    object (in Ray's object store) holding the `("output", output)` item its worker yielded.
-    A dependent's worker reads the output from the store; it does not travel in the call."""
+    """Where an earlier task's output is, when it is sent by reference: the object (in Ray's
+    object store) holding the `("output", output)` item its worker yielded. The task's
+    `previous` entry travels without its `result`; the dependent's worker reads it from the
+    store, so the output does not travel in the call."""
 
-    response: AgentDispatchResponse
+    task_id: str
     output: Any  # ray.ObjectRef
 
 
@@ -64,19 +65,19 @@ class AgentHost:
 
     async def run(
         self,
-        payload: dict[str, Any],
+        task: TaskInput,
         query: OrchestratorInput,
         now: datetime,
         task_id: str,
-        previous_results: list[AgentDispatchResponse | Earlier],
+        earlier: list[Earlier],
     ) -> AsyncGenerator[Item, None]:
         """Run the agent once; yield its events as they happen, then its output (an item of its
         own, which the driver keeps by reference for dependent tasks) and its result, or the
         exception it raised."""
         queue: asyncio.Queue[Any] = asyncio.Queue()
-        earlier, payload, shipped = await _resolve(previous_results, payload)
-        if shipped:
-            yield ("event", EventType.THINKING, f"Read {shipped} earlier result(s) from the object store", {}, 4)
+        if earlier:
+            task = await _resolve(task, earlier)
+            yield ("event", EventType.THINKING, f"Read {len(earlier)} earlier result(s) from the object store", {}, 4)
 
         async def emit(
             type: EventType, title: str, details: dict[str, Any], step: int, agent: str, task_id: str
@@ -91,10 +92,9 @@ class AgentHost:
             llm=self.llm,
             task_id=task_id,
             agent=self.agent.info.name,
-            previous_results=earlier,
             _emit=emit,
         )
-        work = asyncio.ensure_future(self.agent.run(context, payload))
+        work = asyncio.ensure_future(self.agent.run(context, task))
         work.add_done_callback(lambda _: queue.put_nowait(_DONE))
         try:
             while (item := await queue.get()) is not _DONE:
@@ -193,27 +193,15 @@ def _next(items: queue.SimpleQueue[Any], cancelled: Callable[[], bool]) -> Any:
             raise KeyboardInterrupt("the Ray task was cancelled")
 
 
-async def _resolve(
-    previous: list[AgentDispatchResponse | Earlier], payload: dict[str, Any]
-) -> tuple[list[AgentDispatchResponse], dict[str, Any], int]:
-    """The earlier results with their outputs read from the object store, in the context and in
-    the payload's `previous_results`; and how many were read."""
-    shipped = [p for p in previous if isinstance(p, Earlier)]
-    if not shipped:
-        return [p for p in previous if isinstance(p, AgentDispatchResponse)], payload, 0
-    items = await asyncio.gather(*(p.output for p in shipped))
-    outputs = {p.response.task_id: unpack(item[1]) for p, item in zip(shipped, items, strict=True)}
-    earlier = [
-        p.response.model_copy(update={"output": outputs[p.response.task_id]}) if isinstance(p, Earlier) else p
-        for p in previous
+async def _resolve(task: TaskInput, earlier: list[Earlier]) -> TaskInput:
+    """`task` with the results of its earlier tasks that were sent by reference read from the
+    object store."""
+    items = await asyncio.gather(*(e.output for e in earlier))
+    outputs = {e.task_id: unpack(item[1]) for e, item in zip(earlier, items, strict=True)}
+    previous = [
+        p.model_copy(update={"result": outputs[p.task_id]}) if p.task_id in outputs else p for p in task.previous
     ]
-    if isinstance(payload.get("previous_results"), list):
-        filled = [
-            {**p, "result": outputs[p["task_id"]]} if isinstance(p, dict) and p.get("task_id") in outputs else p
-            for p in payload["previous_results"]
-        ]
-        payload = {**payload, "previous_results": filled}
-    return earlier, payload, len(shipped)
+    return task.model_copy(update={"previous": previous})
 
 
 def _sendable(exc: BaseException) -> BaseException:

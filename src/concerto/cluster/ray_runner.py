@@ -1,7 +1,7 @@
 """The Ray executor backend (`CONCERTO_EXECUTOR=ray`): agents' `run` on a Ray cluster.
 
 Only `run` moves. The executor keeps everything else in the driver, unchanged: the plan's
-dependencies, payloads (`prepare`), per-task timeouts, fallbacks, the deadline, concurrency
+dependencies, the agents' tasks (`prepare`), per-task timeouts, fallbacks, the deadline, concurrency
 caps and events. So a plan behaves the same on both backends, and no agent changes a line.
 
 An agent declares where it runs (`AgentInfo.remote`):
@@ -41,10 +41,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentInfo, AgentResult
+from concerto.agents.task import TaskInput
 from concerto.cluster.host import AgentHost, Earlier, run_task
 from concerto.cluster.tables import unpack
 from concerto.contracts.common import ErrorKind
-from concerto.contracts.dispatch import AgentDispatchResponse
 from concerto.settings import Settings
 
 NAMESPACE = "concerto"
@@ -70,13 +70,13 @@ class RayRunner:
         # (query id, task id) -> the object holding that task's output, for its dependents
         self._outputs: OrderedDict[tuple[str, str], Any] = OrderedDict()
 
-    async def __call__(self, agent: Agent, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
+    async def __call__(self, agent: Agent, context: AgentContext, task: TaskInput) -> AgentResult:
         mode = self.placement(agent.info)
         if mode == "never":
-            return await agent.run(context, payload)
+            return await agent.run(context, task)
         ray = await self._connect(agent.info.name)
-        previous, payload = self._by_reference(context, payload)
-        args = (payload, context.query, context.now, context.task_id, previous)
+        task, earlier = self._by_reference(context, task)
+        args = (task, context.query, context.now, context.task_id, earlier)
         host = None
         if mode == "actor":
             host = self._replica(type(agent))
@@ -122,28 +122,18 @@ class RayRunner:
         self._actors.clear()
         self._in_flight.clear()
 
-    def _by_reference(
-        self, context: AgentContext, payload: dict[str, Any]
-    ) -> tuple[list[AgentDispatchResponse | Earlier], dict[str, Any]]:
-        """The earlier results a shipped task receives: those that ran on the cluster by reference
-        (their outputs stay in the object store, not copied into the call, neither in the context
-        nor in the payload's `previous_results`); the others as they are."""
+    def _by_reference(self, context: AgentContext, task: TaskInput) -> tuple[TaskInput, list[Earlier]]:
+        """What a shipped task receives of its earlier tasks: the results of those that ran on the
+        cluster by reference (their outputs stay in the object store, not copied into the call),
+        the others as they are."""
         qid = context.query.query_id
-        found = {d.task_id: self._outputs.get((qid, d.task_id)) for d in context.previous_results}
-        refs = {task_id: ref for task_id, ref in found.items() if ref is not None}
-        if not refs:
-            return list(context.previous_results), payload
-        previous: list[AgentDispatchResponse | Earlier] = [
-            Earlier(d.model_copy(update={"output": {}}), refs[d.task_id]) if d.task_id in refs else d
-            for d in context.previous_results
-        ]
-        if isinstance(payload.get("previous_results"), list):
-            stripped = [
-                {**p, "result": None} if isinstance(p, dict) and p.get("task_id") in refs else p
-                for p in payload["previous_results"]
-            ]
-            payload = {**payload, "previous_results": stripped}
-        return previous, payload
+        found = [(p.task_id, self._outputs.get((qid, p.task_id))) for p in task.previous]
+        earlier = [Earlier(task_id, ref) for task_id, ref in found if ref is not None]
+        if not earlier:
+            return task, []
+        sent = {e.task_id for e in earlier}
+        previous = [p.model_copy(update={"result": {}}) if p.task_id in sent else p for p in task.previous]
+        return task.model_copy(update={"previous": previous}), earlier
 
     def _keep(self, key: tuple[str, str], ref: Any) -> None:
         """Remember a task's output object for its dependents (the newest `KEPT_OUTPUTS`; a

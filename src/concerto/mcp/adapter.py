@@ -18,6 +18,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentInfo, AgentResult
+from concerto.agents.task import TaskInput
 from concerto.contracts.common import ErrorKind
 from concerto.mcp.client import MCPCallError, MCPServer, shared_server
 from concerto.mcp.settings import MCPSettings
@@ -109,15 +110,15 @@ def make_tool_agent(spec: ServerSpec, tool: Tool, name: str) -> type[Agent]:
     class ToolAgent(Agent):
         __doc__ = f"Calls the MCP tool {tool.name} on server {spec.name}."
 
-        async def prepare(self, request: str, context: AgentContext) -> dict[str, Any]:
-            return {"arguments": await arguments_for(request, schema, context), "request": request}
+        async def prepare(self, question: str, context: AgentContext) -> dict[str, Any]:
+            return {"arguments": await arguments_for(question, schema, context)}
 
-        async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
+        async def run(self, context: AgentContext, task: TaskInput) -> AgentResult:
             from concerto.mcp.tools import call_tool
 
-            arguments = payload.get("arguments")
+            arguments = task.inputs.get("arguments")
             if not isinstance(arguments, dict):
-                arguments = await arguments_for(str(payload.get("request", "")), schema, context)
+                arguments = await arguments_for(task.question, schema, context)
             settings = MCPSettings.of(context.settings)
             server = shared_server(context.resources, spec.name, lambda: MCPServer.configured(spec, settings))
             result = await call_tool(context, server, tool.name, arguments)

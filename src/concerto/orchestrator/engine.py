@@ -387,7 +387,7 @@ class Orchestrator:
         return RouteDecision(classification, structured={name: payload} if payload is not None else {})
 
     def _context_factory(self, request: OrchestratorInput, now: datetime, events: EventStream):  # type: ignore[no-untyped-def]
-        def make(task: AgentTask, agent: str, deps: list[AgentDispatchResponse]) -> AgentContext:
+        def make(task: AgentTask, agent: str) -> AgentContext:
             return AgentContext(
                 query=request,
                 now=now,
@@ -396,7 +396,6 @@ class Orchestrator:
                 llm=self.llm,
                 task_id=task.task_id,
                 agent=agent,
-                previous_results=deps,
                 _emit=events.agent_emit,
             )
 

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentResult, Unanswered
+from concerto.agents.task import PriorResult, TaskInput, prior_result
 from concerto.contracts.common import AgentError, ErrorKind, ExecutionStatus
 from concerto.contracts.dispatch import AgentDispatchResponse
 from concerto.contracts.events import EventType
@@ -26,9 +27,9 @@ from concerto.orchestrator.timeouts import Timeouts
 
 log = logging.getLogger(__name__)
 
-ContextFactory = Callable[[AgentTask, str, list[AgentDispatchResponse]], AgentContext]
+ContextFactory = Callable[[AgentTask, str], AgentContext]  # (task, agent name) -> its context
 # Runs one agent's `run` somewhere (a Ray worker); None: in this process.
-Runner = Callable[[Agent, AgentContext, dict[str, Any]], Awaitable[AgentResult]]
+Runner = Callable[[Agent, AgentContext, TaskInput], Awaitable[AgentResult]]
 
 
 class _PriorityGate:
@@ -65,14 +66,13 @@ class _PriorityGate:
 class _Attempt:
     """Outcome of running one agent once."""
 
-    __slots__ = ("error", "execution_ms", "expired", "payload", "result", "status")
+    __slots__ = ("error", "execution_ms", "expired", "result", "status")
 
     def __init__(self) -> None:
         self.result: AgentResult | None = None
         self.error: AgentError | None = None
         self.status = ExecutionStatus.COMPLETED
         self.execution_ms = 0.0
-        self.payload: dict[str, Any] = {}
         self.expired = False  # this attempt's own timer fired (and cancelled the task)
 
 
@@ -207,7 +207,7 @@ class Executor:
     ) -> None:
         self._agent = agents
         self.max_concurrency = max_concurrency
-        self.runner = runner  # everything but `run` itself (payloads, timeouts, fallbacks, events) stays here
+        self.runner = runner  # everything but `run` itself (tasks, timeouts, fallbacks, events) stays here
         self.timeouts = timeouts or Timeouts()  # a fallback's timeout (a task's own is in the plan)
 
     async def execute(
@@ -280,8 +280,8 @@ class Executor:
         prepared: dict[str, Any] | None,
         by_id: Mapping[str, AgentTask],
     ) -> AgentDispatchResponse:
-        previous = [_previous(d, by_id[d.task_id]) for d in deps] if deps else None
-        first = await self._attempt(task, task.agent, task.timeout_ms, make_context, deps, events, prepared, previous)
+        previous = [prior_result(d, by_id[d.task_id].request) for d in deps] if deps else None
+        first = await self._attempt(task, task.agent, task.timeout_ms, make_context, events, prepared, previous)
         errors = [first.error] if first.error else []
         final, agent_name, fallback_reason = first, task.agent, None
         if first.error is not None and task.fallback_agent and first.error.kind in task.fallback_on:
@@ -294,7 +294,7 @@ class Executor:
             )
             agent_name = task.fallback_agent
             timeout_ms = self.timeouts.of(agent_name, self._agent(agent_name).info.default_timeout_ms)
-            final = await self._attempt(task, agent_name, timeout_ms, make_context, deps, events, None, previous)
+            final = await self._attempt(task, agent_name, timeout_ms, make_context, events, None, previous)
             if final.error:
                 errors.append(final.error)
         total = (time.perf_counter() - ready) * 1000
@@ -307,7 +307,7 @@ class Executor:
             agent=agent_name,
             task_id=task.task_id,
             status=final.status,
-            # dispatch = preparing the payload, waiting for a slot, instantiating: all but `run`
+            # dispatch = preparing the task, waiting for a slot, instantiating: all but `run`
             dispatch_latency_ms=max(total - first.execution_ms - (final.execution_ms if final is not first else 0), 0),
             execution_latency_ms=final.execution_ms,
             total_latency_ms=total,
@@ -326,14 +326,13 @@ class Executor:
         agent_name: str,
         timeout_ms: int,
         make_context: ContextFactory,
-        deps: list[AgentDispatchResponse],
         events: EventStream,
         prepared: dict[str, Any] | None,
-        previous: list[dict[str, Any]] | None,
+        previous: list[PriorResult] | None,
     ) -> _Attempt:
         attempt = _Attempt()
         agent = self._agent(agent_name)
-        context = make_context(task, agent_name, deps)
+        context = make_context(task, agent_name)
         events.emit(
             EventType.ACTION,
             f"Dispatching {agent_name}",
@@ -349,16 +348,19 @@ class Executor:
         assert me is not None
         timer = asyncio.get_running_loop().call_later(timeout_ms / 1000, _expire, attempt, me)
         try:
-            request = task.request or context.query.query
-            if prepared is not None and agent_name == task.agent:
-                payload = prepared
-            elif type(agent).prepare is Agent.prepare:  # the default: skip a coroutine per task
-                payload = {"request": request}
-            else:
-                payload = await agent.prepare(request, context)
-            attempt.payload = payload = _completed(payload, request, task, context, previous)
+            query = context.query
+            if prepared is None or agent_name != task.agent:
+                # the default `prepare` reads nothing: skip a coroutine per task
+                prepared = (
+                    None
+                    if type(agent).prepare is Agent.prepare
+                    else await agent.prepare(task.request or query.query, context)
+                )
+            given = TaskInput.build(
+                query, request=task.request, prepared=prepared, task_input=task.input_payload, previous=previous
+            )
             t0 = time.perf_counter()
-            work = agent.run(context, payload) if self.runner is None else self.runner(agent, context, payload)
+            work = agent.run(context, given) if self.runner is None else self.runner(agent, context, given)
             attempt.result = await work
         except asyncio.CancelledError:
             if not attempt.expired or me.cancelling() > 1:
@@ -393,22 +395,6 @@ class Executor:
             message=f"{agent_name} did not answer within {timeout_ms} ms",
             suggestion=self.timeouts.suggestion(agent_name, timeout_ms),
         )
-
-
-def _completed(
-    payload: dict[str, Any],
-    request: str,
-    task: AgentTask,
-    context: AgentContext,
-    previous: list[dict[str, Any]] | None,
-) -> dict[str, Any]:
-    """An agent's payload with the question's parameters, the task's own input, its `request`
-    and what the tasks it depends on returned (`previous_results`)."""
-    payload = {**payload, **context.query.payload_parameters(), **task.input_payload}
-    payload.setdefault("request", request)
-    if previous:
-        payload["previous_results"] = previous
-    return payload
 
 
 def _reported(agent_name: str, exc: AgentFailure) -> AgentError:
@@ -457,18 +443,6 @@ def _report(events: EventStream, task: AgentTask, agent_name: str, attempt: _Att
             step=99,
             details={"error_type": attempt.error.error_type, "kind": attempt.error.kind.value},
         )
-
-
-def _previous(response: AgentDispatchResponse, task: AgentTask) -> dict[str, Any]:
-    """What a dependent task receives of an earlier one (004_*.txt `previous_results`)."""
-    return {
-        "agent": response.agent,
-        "task": task.request,
-        "task_id": response.task_id,
-        "summary": response.summary,
-        "result": response.output,
-        "key_findings": response.key_findings,
-    }
 
 
 def _unanswered_error(agent: str, gap: Unanswered) -> AgentError:

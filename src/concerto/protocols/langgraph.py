@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypedDict, TypeVar, c
 from pydantic import BaseModel
 
 from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentInfo, AgentResult
+from concerto.agents.task import TaskInput
 from concerto.contracts.events import Event, EventType
 from concerto.contracts.orchestrator import OrchestratorErrorResponse, OrchestratorOutput
 from concerto.orchestrator.engine import Orchestrator
@@ -227,8 +228,8 @@ class GraphSpec:
       (a list of `{"agent", "task", "summary", "result", "key_findings"}`), or None;
     - `output_keys`: the final-state keys copied to the result's output (default: all but
       the keys Concerto filled, unless one is `output_key`);
-    - `make_input`: builds the graph's input from the task's payload instead (`request`,
-      `previous_results` and the question's parameters are in it);
+    - `make_input`: builds the graph's input from the agent's `TaskInput` instead (its
+      `question`, `inputs` (the question's parameters), `source`, `previous` ...);
     - `config`: the `RunnableConfig` for every run (e.g. `{"recursion_limit": 10}`); a graph
       compiled with a checkpointer gets `"<query id>:<task id>"` as `thread_id` unless it
       names one.
@@ -239,7 +240,7 @@ class GraphSpec:
     output_key: str = "answer"
     previous_key: str | None = "previous_results"
     output_keys: tuple[str, ...] | None = None
-    make_input: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    make_input: Callable[[TaskInput], dict[str, Any]] | None = None
     config: Mapping[str, Any] | None = None
 
 
@@ -249,9 +250,9 @@ class LangGraphAgent(Agent):
 
     spec: ClassVar[GraphSpec]
 
-    async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
+    async def run(self, context: AgentContext, task: TaskInput) -> AgentResult:
         spec = self.spec
-        graph_input = spec.make_input(payload) if spec.make_input else self._input(payload)
+        graph_input = spec.make_input(task) if spec.make_input else self._input(task)
         state: dict[str, Any] = {}
         try:
             async with aclosing(self._stream(graph_input, context)) as chunks:
@@ -274,11 +275,11 @@ class LangGraphAgent(Agent):
             ) from exc
         return self._result(state)
 
-    def _input(self, payload: dict[str, Any]) -> dict[str, Any]:
+    def _input(self, task: TaskInput) -> dict[str, Any]:
         spec = self.spec
-        graph_input = {spec.input_key: payload["request"]}
-        if spec.previous_key and payload.get("previous_results"):
-            graph_input[spec.previous_key] = payload["previous_results"]
+        graph_input: dict[str, Any] = {spec.input_key: task.question}
+        if spec.previous_key and task.previous:
+            graph_input[spec.previous_key] = [p.model_dump() for p in task.previous]
         return graph_input
 
     def _stream(self, graph_input: dict[str, Any], context: AgentContext) -> AsyncGenerator[tuple[str, Any], None]:
@@ -327,7 +328,7 @@ def langgraph_agent(
     output_key: str = "answer",
     previous_key: str | None = "previous_results",
     output_keys: Sequence[str] | None = None,
-    make_input: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+    make_input: Callable[[TaskInput], dict[str, Any]] | None = None,
     config: Mapping[str, Any] | None = None,
     capabilities: Sequence[str] = (),
     pack: str = "langgraph",

@@ -20,7 +20,7 @@ from concerto.packs.city.models import DateTimeData, EchoData, TemperatureData
 from concerto.packs.city.temperature import TemperatureAgent
 from concerto.resources import Resources
 from concerto.settings import Settings
-from concerto.testing import make_context
+from concerto.testing import make_context, run_agent
 
 from .conftest import city_settings, servers_file
 
@@ -39,9 +39,9 @@ async def test_temperature(settings: Settings, resources: Resources, provider: R
     agent = TemperatureAgent(settings, resources)
     question = "How warm is it in Seattle right now?"
     ctx = make_context(question, now=NOW, settings=settings, resources=resources)
-    payload = await agent.prepare(question, ctx)
-    assert payload["city"] == "Seattle"
-    result = await agent.run(ctx, payload)
+    inputs = await agent.prepare(question, ctx)
+    assert inputs["city"] == "Seattle"
+    result = await run_agent(agent, ctx, question, inputs=inputs)
     assert result.summary == "It is 72.5°F and partly cloudy in Seattle, WA."
     data = TemperatureData.model_validate(result.output)
     assert (data.city, data.temperature, data.unit, data.source) == (
@@ -53,7 +53,7 @@ async def test_temperature(settings: Settings, resources: Resources, provider: R
     assert data.timestamp == NOW
 
     provider.set(forecast(-12.4, 73))
-    cold = await agent.run(ctx, {"city": "Fairbanks"})
+    cold = await run_agent(agent, ctx, inputs={"city": "Fairbanks"})
     assert cold.summary == "It is -12.4°F and snow in Fairbanks, AK."
 
 
@@ -76,7 +76,7 @@ async def test_datetime_across_dst_phoenix_and_honolulu(settings: Settings, reso
             settings=settings,
             resources=resources,
         )
-        result = await agent.run(ctx, await agent.prepare(f"What time is it in {city}?", ctx))
+        result = await run_agent(agent, ctx, f"What time is it in {city}?")
         data = DateTimeData.model_validate(result.output)
         assert (data.datetime.isoformat(), data.utc_offset) == (local, offset), city
     assert result.summary == (
@@ -88,23 +88,23 @@ async def test_echo(settings: Settings, resources: Resources) -> None:
     agent = EchoAgent(settings, resources)
     ctx = make_context("echo", now=NOW, settings=settings, resources=resources)
     text = "special <>&\"' chars — ✓"
-    result = await agent.run(ctx, await agent.prepare(f'echo "{text}"', ctx))
+    result = await run_agent(agent, ctx, f'echo "{text}"')
     assert EchoData.model_validate(result.output).echo_text == text
     assert result.summary == f'Echo: "{text}"'
-    assert (await agent.run(ctx, {"text": "y" * 1000})).output["echo_text"] == "y" * 1000
+    assert (await run_agent(agent, ctx, inputs={"text": "y" * 1000})).output["echo_text"] == "y" * 1000
     with pytest.raises(AgentFailure, match="1001 characters; the maximum is 1000") as err:
-        await agent.run(ctx, {"text": "y" * 1001})
+        await run_agent(agent, ctx, inputs={"text": "y" * 1001})
     assert err.value.kind == ErrorKind.VALIDATION
 
 
 async def test_one_session_per_server_is_reused(settings: Settings, resources: Resources) -> None:
     agent = DateTimeAgent(settings, resources)
     ctx = make_context("t", now=NOW, settings=settings, resources=resources)
-    await agent.run(ctx, {"city": "Boston"})
+    await run_agent(agent, ctx, inputs={"city": "Boston"})
     server = resources.get("mcp.server.datetime", lambda: None)
     assert isinstance(server, MCPServer) and server.connected
     session = await server.session()
-    results = await asyncio.gather(*(agent.run(ctx, {"city": c}) for c in ("Miami", "Denver", "Austin")))
+    results = await asyncio.gather(*(run_agent(agent, ctx, inputs={"city": c}) for c in ("Miami", "Denver", "Austin")))
     assert [r.output["timezone"] for r in results] == [
         "America/New_York",
         "America/Denver",
@@ -119,20 +119,20 @@ async def test_ambiguous_unknown_and_missing_cities(settings: Settings, resource
     agent = TemperatureAgent(settings, resources)
     ctx = make_context("q", now=NOW, settings=settings, resources=resources)
     with pytest.raises(AgentFailure, match="several cities named Springfield") as err:
-        await agent.run(ctx, await agent.prepare("weather in Springfield?", ctx))
+        await run_agent(agent, ctx, "weather in Springfield?")
     assert err.value.error_type == "ambiguous_city" and err.value.kind == ErrorKind.VALIDATION
     assert "Springfield, IL" in err.value.details["options"]
     assert "Which one? Add the state, e.g. 'Springfield, MO'." in err.value.message
 
-    ok = await agent.run(ctx, await agent.prepare("weather in Springfield, IL?", ctx))
+    ok = await run_agent(agent, ctx, "weather in Springfield, IL?")
     assert ok.output["city"] == "Springfield, IL"
 
     with pytest.raises(AgentFailure, match="not a US city I know") as err:
-        await agent.run(ctx, await agent.prepare("weather in Seatle?", ctx))
+        await run_agent(agent, ctx, "weather in Seatle?")
     assert err.value.error_type == "city_not_found" and err.value.details["options"][0] == "Seattle, WA"
 
     with pytest.raises(AgentFailure, match="Which city") as err:
-        await agent.run(ctx, await agent.prepare("how hot is it?", ctx))
+        await run_agent(agent, ctx, "how hot is it?")
     assert err.value.error_type == "missing_city"
 
 
@@ -151,13 +151,13 @@ async def test_special_characters_in_city_names(
 ) -> None:
     agent = TemperatureAgent(settings, resources)
     ctx = make_context(question, now=NOW, settings=settings, resources=resources)
-    assert (await agent.run(ctx, await agent.prepare(question, ctx))).output["city"] == label
+    assert (await run_agent(agent, ctx, question)).output["city"] == label
 
 
 async def test_hostile_city_text_is_refused(settings: Settings, resources: Resources) -> None:
     ctx = make_context("q", now=NOW, settings=settings, resources=resources)
     with pytest.raises(AgentFailure, match="not a city name") as err:
-        await DateTimeAgent(settings, resources).run(ctx, {"city": "Boston'); DROP TABLE x;--"})
+        await run_agent(DateTimeAgent(settings, resources), ctx, inputs={"city": "Boston'); DROP TABLE x;--"})
     assert err.value.kind == ErrorKind.VALIDATION
 
 
@@ -167,7 +167,7 @@ async def test_offline_provider_is_a_clear_error(tmp_path: object, provider: Rep
     ctx = make_context("q", now=NOW, settings=settings, resources=resources)
     try:
         with pytest.raises(AgentFailure, match="cannot be reached") as err:
-            await TemperatureAgent(settings, resources).run(ctx, {"city": "Boston"})
+            await run_agent(TemperatureAgent(settings, resources), ctx, inputs={"city": "Boston"})
         assert err.value.kind == ErrorKind.UNAVAILABLE and err.value.error_type == "provider_unavailable"
     finally:
         await resources.aclose()
@@ -182,9 +182,9 @@ async def test_agents_over_streamable_http(tmp_path: object, provider: Replay, h
     resources = Resources(settings)
     ctx = make_context("q", now=NOW, settings=settings, resources=resources)
     try:
-        t = await TemperatureAgent(settings, resources).run(ctx, {"city": "Seattle"})
-        d = await DateTimeAgent(settings, resources).run(ctx, {"city": "Chicago"})
-        e = await EchoAgent(settings, resources).run(ctx, {"text": "over http"})
+        t = await run_agent(TemperatureAgent(settings, resources), ctx, inputs={"city": "Seattle"})
+        d = await run_agent(DateTimeAgent(settings, resources), ctx, inputs={"city": "Chicago"})
+        e = await run_agent(EchoAgent(settings, resources), ctx, inputs={"text": "over http"})
         assert t.output["temperature"] == 72.5
         assert d.output["datetime"] == "2025-03-09T03:00:00-05:00"
         assert e.output["echo_text"] == "over http"
@@ -202,9 +202,9 @@ async def test_at_most_city_max_concurrency_requests_at_once(tmp_path: object, p
     agent = TemperatureAgent(settings, resources)
     ctx = make_context("q", now=NOW, settings=settings, resources=resources)
     try:
-        await agent.run(ctx, {"city": "Boston"})  # start the server
+        await run_agent(agent, ctx, inputs={"city": "Boston"})  # start the server
         started = time.monotonic()
-        await asyncio.gather(*(agent.run(ctx, {"city": c}) for c in ("Miami", "Denver")))
+        await asyncio.gather(*(run_agent(agent, ctx, inputs={"city": c}) for c in ("Miami", "Denver")))
         assert time.monotonic() - started >= 0.6  # one after the other
     finally:
         await resources.aclose()
@@ -213,5 +213,5 @@ async def test_at_most_city_max_concurrency_requests_at_once(tmp_path: object, p
 async def test_clock_outside_reasonable_bounds(settings: Settings, resources: Resources) -> None:
     ctx = make_context("q", now=datetime(1900, 1, 1, tzinfo=UTC), settings=settings, resources=resources)
     with pytest.raises(AgentFailure, match="1970 to 2200") as err:
-        await DateTimeAgent(settings, resources).run(ctx, {"city": "Boston"})
+        await run_agent(DateTimeAgent(settings, resources), ctx, inputs={"city": "Boston"})
     assert err.value.kind == ErrorKind.VALIDATION

@@ -21,7 +21,7 @@ from concerto.mcp.client import MCPServer
 from concerto.packs.city.temperature import TemperatureAgent
 from concerto.resources import Resources
 from concerto.settings import Settings
-from concerto.testing import make_context
+from concerto.testing import make_context, run_agent
 
 from .conftest import FIXTURE_SERVERS, city_settings, servers_file
 
@@ -51,7 +51,7 @@ servers:
 
 async def run_temperature(settings: Settings, resources: Resources, city: str) -> dict[str, object]:
     ctx = make_context("q", settings=settings, resources=resources)
-    return (await TemperatureAgent(settings, resources).run(ctx, {"city": city})).output
+    return (await run_agent(TemperatureAgent(settings, resources), ctx, inputs={"city": city})).output
 
 
 async def test_server_killed_mid_request_fails_fast_then_restarts(tmp_path: Path) -> None:

@@ -7,12 +7,12 @@ import pytest
 
 from concerto.agents.base import AgentContext, AgentFailure, AgentResult
 from concerto.packs.kpi.agent import KPIAgent
+from concerto.testing import run_agent
 
 
 async def ask(agent: KPIAgent, context: AgentContext, question: str) -> AgentResult:
     """The agent's answer to `question`."""
-    payload = await agent.prepare(question, context)
-    return await agent.run(context, payload)
+    return await run_agent(agent, context, question)
 
 
 async def failure(agent: KPIAgent, context: AgentContext, question: str) -> AgentFailure:

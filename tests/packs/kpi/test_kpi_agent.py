@@ -17,6 +17,7 @@ from concerto.packs.kpi.agent import NO_DATA, KPIAgent
 from concerto.packs.kpi.formats import KPIQuery
 from concerto.packs.kpi.interpret import read_request
 from concerto.packs.kpi.store import KPIStore
+from concerto.testing import run_agent
 
 from .asking import ask, failure
 from .conftest import NOW
@@ -147,13 +148,13 @@ def test_match_structured_claims_only_the_format(agent: KPIAgent) -> None:
 
 
 async def test_prepare_returns_the_agreed_format(agent: KPIAgent, context: AgentContext) -> None:
-    payload: dict[str, Any] = await agent.prepare("home-loan attrition rate last month", context)
-    assert payload["query"] == "kpi-attrition-rate department-home-loan month-2025-05-01"
-    assert payload["interpretation"]["department"]["method"] == "exact"
+    inputs: dict[str, Any] = await agent.prepare("home-loan attrition rate last month", context)
+    assert inputs["query"] == "kpi-attrition-rate department-home-loan month-2025-05-01"
+    assert inputs["interpretation"]["department"]["method"] == "exact"
 
 
 async def test_run_accepts_plain_language_without_prepare(agent: KPIAgent, context: AgentContext) -> None:
-    result = await agent.run(context, {"request": "home-loan attrition rate last month"})
+    result = await run_agent(agent, context, "home-loan attrition rate last month", inputs={})
     assert result.output["structured_query"].endswith("month-2025-05-01")
 
 

@@ -20,13 +20,14 @@ from concerto.packs.metrics.agent import MetricsAgent
 from concerto.packs.metrics.models import MetricsQueryResult
 from concerto.resources import Resources
 from concerto.settings import Settings
+from concerto.testing import run_agent
 
 pytestmark = pytest.mark.prometheus
 
 
 async def ask(ctx: AgentContext, question: str) -> AgentResult:
     ctx.now = datetime.now(UTC)
-    return await MetricsAgent(ctx.settings, ctx.resources).run(ctx, {"request": question})
+    return await run_agent(MetricsAgent(ctx.settings, ctx.resources), ctx, question)
 
 
 async def fail(ctx: AgentContext, question: str) -> AgentFailure:

@@ -20,6 +20,7 @@ from concerto.contracts.common import ErrorKind
 from concerto.nlp.embeddings import Embedder
 from concerto.packs.metrics.agent import MetricsAgent
 from concerto.settings import Settings
+from concerto.testing import run_agent
 
 from .conftest import context_for, metrics_settings
 
@@ -30,7 +31,7 @@ async def _fail(settings: Settings, embedder: Embedder, question: str) -> AgentF
     ctx = context_for(settings, embedder)
     try:
         with pytest.raises(AgentFailure) as info:
-            await MetricsAgent(settings, ctx.resources).run(ctx, {"request": question})
+            await run_agent(MetricsAgent(settings, ctx.resources), ctx, question)
     finally:
         await ctx.resources.aclose()
     return info.value
@@ -126,7 +127,7 @@ async def test_grafana_datasource_proxy(
     settings = metrics_settings(tmp_path, grafana_url=url, grafana_token=TOKEN)
     ctx = context_for(settings, shared_embedder)
     try:
-        out = await MetricsAgent(settings, ctx.resources).run(ctx, {"request": "CPU usage for the last hour"})
+        out = await run_agent(MetricsAgent(settings, ctx.resources), ctx, "CPU usage for the last hour")
     finally:
         await ctx.resources.aclose()
     assert out.output["source"] == "grafana"
@@ -155,7 +156,7 @@ async def test_grafana_with_a_configured_datasource_uid(
     settings = metrics_settings(tmp_path, grafana_url=url, grafana_token=TOKEN, grafana_datasource_uid="prom1")
     ctx = context_for(settings, shared_embedder)
     try:
-        await MetricsAgent(settings, ctx.resources).run(ctx, {"request": "memory used"})
+        await run_agent(MetricsAgent(settings, ctx.resources), ctx, "memory used")
     finally:
         await ctx.resources.aclose()
     assert "/api/datasources" not in requests

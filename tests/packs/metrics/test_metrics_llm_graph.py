@@ -21,7 +21,7 @@ from concerto.packs.metrics.models import (
 from concerto.packs.metrics.node import NodeDeps
 from concerto.resources import Resources
 from concerto.settings import Settings
-from concerto.testing import ScriptedLLM
+from concerto.testing import ScriptedLLM, run_agent
 
 from .conftest import context_for
 
@@ -34,7 +34,7 @@ def _context(settings: Settings, embedder: Embedder, llm: ScriptedLLM) -> AgentC
 
 async def _run(ctx: AgentContext, question: str) -> dict[str, object]:
     try:
-        out = await MetricsAgent(ctx.settings, ctx.resources).run(ctx, {"request": question})
+        out = await run_agent(MetricsAgent(ctx.settings, ctx.resources), ctx, question)
         return out.output | {"summary": out.summary}
     finally:
         await ctx.resources.aclose()

@@ -18,13 +18,14 @@ from concerto.packs.metrics.models import (
     initial_state,
 )
 from concerto.packs.metrics.node import NodeDeps, process
+from concerto.testing import run_agent
 
 pytestmark = pytest.mark.prometheus
 
 
 async def ask(ctx: AgentContext, question: str) -> AgentResult:
     agent = MetricsAgent(ctx.settings, ctx.resources)
-    return await agent.run(ctx, {"request": question})
+    return await run_agent(agent, ctx, question)
 
 
 async def fail(ctx: AgentContext, question: str) -> AgentFailure:

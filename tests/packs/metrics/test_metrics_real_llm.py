@@ -18,6 +18,7 @@ from concerto.nlp.embeddings import Embedder
 from concerto.packs.metrics.agent import MetricsAgent
 from concerto.packs.metrics.models import MetricsQueryResult
 from concerto.settings import Settings
+from concerto.testing import run_agent
 
 from .conftest import context_for
 
@@ -33,7 +34,7 @@ async def test_real_llm_parses_into_a_valid_state(
     ctx = context_for(settings, shared_embedder, llm=llm)
     outcome: Any
     try:
-        outcome = await MetricsAgent(settings, ctx.resources).run(ctx, {"request": "Show CPU usage for the last hour"})
+        outcome = await run_agent(MetricsAgent(settings, ctx.resources), ctx, "Show CPU usage for the last hour")
     except AgentFailure as failure:
         outcome = failure
     finally:

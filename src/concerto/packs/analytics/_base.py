@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from sqlglot import exp
 
 from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentResult, FirstUse, Holdings, Unanswered
+from concerto.agents.task import PriorResult, TaskInput
 from concerto.contracts.common import ErrorKind
 from concerto.contracts.events import EventType
 from concerto.data.safety import UnsafeQuery
@@ -83,9 +84,9 @@ class Segments:
     low_bound: float
 
     @classmethod
-    def from_previous(cls, previous: list[dict[str, Any]], source: str) -> Segments | None:
+    def from_previous(cls, previous: list[PriorResult], source: str) -> Segments | None:
         for item in previous:
-            spec = (item.get("result") or {}).get("segments")
+            spec = item.result.get("segments")
             if isinstance(spec, dict) and spec.get("source") == source:
                 try:
                     return cls(source, str(spec["measure"]), float(spec["high_bound"]), float(spec["low_bound"]))
@@ -101,7 +102,7 @@ class Work:
     request: str
     source: DataContext
     reading: Reading
-    previous: list[dict[str, Any]]
+    previous: list[PriorResult]
     context: AgentContext
     values: dict[str, list[object]]
     store: Store | None = None
@@ -119,17 +120,17 @@ class AnalyticsAgent(Agent):
     needs_values: ClassVar[bool] = True
     llm_planning: ClassVar[bool] = True  # with an LLM configured, the model plans the queries (llm_plan.py)
 
-    async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
+    async def run(self, context: AgentContext, task: TaskInput) -> AgentResult:
         started = time.perf_counter()
-        request = str(payload.get("request") or context.query.query)
+        request = task.question
         await context.emit(EventType.RECEIVED, "Received request", {"request": request[:100]}, step=1)
         await context.emit(EventType.THINKING, "Loading data context", {}, step=2)
         store = store_for(context.settings, context.resources)
-        source = await self.source(store, payload, context)
+        source = await self.source(store, task, context)
         values = await self._values(store, source) if self.needs_values else {}
         similar = await asyncio.to_thread(self._similarity, request, source)
         reading = read(request, source, values, similar=similar)
-        work = Work(request, source, reading, list(payload.get("previous_results") or []), context, values, store)
+        work = Work(request, source, reading, task.previous, context, values, store)
         await context.emit(
             EventType.THINKING,
             "Analyzing and planning",
@@ -395,16 +396,16 @@ class AnalyticsAgent(Agent):
 
     # -- shared steps ----------------------------------------------------------------------
 
-    async def source(self, store: Store, payload: dict[str, Any], context: AgentContext) -> DataContext:
+    async def source(self, store: Store, task: TaskInput, context: AgentContext) -> DataContext:
         """The source the question is about (`data_ingestion` loads it first)."""
-        return await self._source(store, payload)
+        return await self._source(store, task)
 
-    async def _source(self, store: Store, payload: dict[str, Any]) -> DataContext:
-        name = payload.get("source") or payload.get("data_source_id")
+    async def _source(self, store: Store, task: TaskInput) -> DataContext:
+        name = task.source
         try:
-            return await asyncio.to_thread(choose, store, str(name) if name else None)
+            return await asyncio.to_thread(choose, store, name)
         except SourceError as exc:
-            named = None if name else _named_source(store.contexts(), str(payload.get("request") or ""))
+            named = None if name else _named_source(store.contexts(), task.question)
             if named is not None:
                 return named
             raise source_failure(exc) from None

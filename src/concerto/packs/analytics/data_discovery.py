@@ -12,6 +12,7 @@ from typing import Any
 from sqlglot import exp
 
 from concerto.agents.base import AgentContext, AgentInfo
+from concerto.agents.task import TaskInput
 from concerto.data.context import DataContext
 from concerto.data.sources import store_for
 from concerto.data.store import Store
@@ -48,11 +49,11 @@ class DataDiscoveryAgent(AnalyticsAgent):
         default_timeout_ms=15000,
     )
 
-    async def source(self, store: Store, payload: dict[str, Any], context: AgentContext) -> DataContext:
+    async def source(self, store: Store, task: TaskInput, context: AgentContext) -> DataContext:
         try:
-            return await self._source(store, payload)
+            return await self._source(store, task)
         except Exception:
-            if payload.get("source") or payload.get("data_source_id"):
+            if task.source:
                 raise
             loaded = store.contexts()  # several loaded and none named: describe the latest, list them all
             if not loaded:

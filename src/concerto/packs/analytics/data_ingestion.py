@@ -17,6 +17,7 @@ from typing import Any
 from sqlglot import exp
 
 from concerto.agents.base import AgentContext, AgentFailure, AgentInfo, FirstUse
+from concerto.agents.task import TaskInput
 from concerto.contracts.common import ErrorKind
 from concerto.contracts.events import EventType
 from concerto.contracts.orchestrator import OrchestratorInput
@@ -68,11 +69,10 @@ class DataIngestionAgent(AnalyticsAgent):
     def match_structured(self, text: str) -> dict[str, Any] | None:
         """ "load FILE [as NAME]" (also import / ingest / upload): the command form of this agent."""
         found = _COMMAND.match(text.strip())
-        return {"request": text.strip()} if found else None
+        return {"command": text.strip()} if found else None
 
-    async def source(self, store: Store, payload: dict[str, Any], context: AgentContext) -> DataContext:
-        request = str(payload.get("request") or "")
-        given, name = _file_and_name(request)
+    async def source(self, store: Store, task: TaskInput, context: AgentContext) -> DataContext:
+        given, name = _file_and_name(task.question.strip())
         path = _allowed(given, context)
         try:
             target = valid_name(name) if name is not None else source_name(path.stem)

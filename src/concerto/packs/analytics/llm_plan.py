@@ -67,7 +67,7 @@ def sections(work: Work) -> str:
         }
         for c, p in source.detected_types.items()
     }
-    previous = [{"agent": r.get("agent"), "task": r.get("task"), "summary": r.get("summary")} for r in work.previous]
+    previous = [{"agent": r.agent, "task": r.task, "summary": r.summary} for r in work.previous]
     return (
         f"=== DATA SOURCE ===\nTable: {source.table}\nFile: {source.file_name}\nRows: {source.row_count}\n"
         f"Entity: {source.semantic_profile.entity_name} (key: {source.semantic_profile.entity_key})\n"

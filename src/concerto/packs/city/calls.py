@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentResult, FirstUse, Unanswered
+from concerto.agents.task import TaskInput
 from concerto.contracts.common import ErrorKind
 from concerto.mcp.client import MCPServer, shared_server
 from concerto.mcp.settings import MCPSettings
@@ -109,13 +110,13 @@ def check_result(model: type[M], data: dict[str, Any], server: str, tool: str) -
         ) from None
 
 
-def city_from(payload: dict[str, Any]) -> str:
-    """The city of a payload, extracted from the question when `prepare` did not run."""
-    city = str(payload.get("city") or "").strip()
-    if not city and payload.get("request"):
+def city_from(task: TaskInput) -> str:
+    """The city of a task, extracted from the question when `prepare` did not run."""
+    city = str(task.inputs.get("city") or "").strip()
+    if not city:
         from concerto.packs.city.extract import extract_city
 
-        city = extract_city(str(payload["request"]))
+        city = extract_city(task.question)
     if not city:
         raise AgentFailure(
             "Which city? Name a US city, e.g. 'What time is it in Seattle?'.",
@@ -139,24 +140,24 @@ class CityAgent(Agent):
     def first_use(self, query: OrchestratorInput | None = None) -> FirstUse | None:
         return server_first_use(self, self.server)
 
-    async def prepare(self, request: str, context: AgentContext) -> dict[str, Any]:
+    async def prepare(self, question: str, context: AgentContext) -> dict[str, Any]:
         """Find the cities in the question (as typed; the server resolves them)."""
         from concerto.packs.city.extract import extract_cities
 
-        cities = extract_cities(request)
-        payload: dict[str, Any] = {"city": cities[0] if cities else "", "request": request}
+        cities = extract_cities(question)
+        inputs: dict[str, Any] = {"city": cities[0] if cities else ""}
         if len(cities) > 1:
-            payload["cities"] = cities
-        return payload
+            inputs["cities"] = cities
+        return inputs
 
     @abstractmethod
     async def answer(self, context: AgentContext, city: str) -> AgentResult:
         """The answer for one city (its own result shape, as 002 defines it)."""
 
-    async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
-        cities = [str(c).strip() for c in payload.get("cities") or [] if str(c).strip()]
+    async def run(self, context: AgentContext, task: TaskInput) -> AgentResult:
+        cities = [str(c).strip() for c in task.inputs.get("cities") or [] if str(c).strip()]
         if len(cities) < 2:
-            return await self.answer(context, city_from(payload))
+            return await self.answer(context, city_from(task))
         outcomes = await asyncio.gather(*(self.answer(context, c) for c in cities), return_exceptions=True)
         answered = [(c, r) for c, r in zip(cities, outcomes, strict=True) if isinstance(r, AgentResult)]
         failed = [(c, r) for c, r in zip(cities, outcomes, strict=True) if isinstance(r, AgentFailure)]

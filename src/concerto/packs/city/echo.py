@@ -7,6 +7,7 @@ from datetime import UTC
 from typing import Any
 
 from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentInfo, AgentResult, FirstUse
+from concerto.agents.task import TaskInput
 from concerto.contracts.common import ErrorKind
 from concerto.contracts.orchestrator import OrchestratorInput
 from concerto.packs.city.calls import call_tool, check_result, server_first_use
@@ -77,15 +78,15 @@ class EchoAgent(Agent):
         value = m.group("plain") if m.group("plain") is not None else m.group("quoted")
         return {"text": value}
 
-    async def prepare(self, request: str, context: AgentContext) -> dict[str, Any]:
-        structured = self.match_structured(request)
+    async def prepare(self, question: str, context: AgentContext) -> dict[str, Any]:
+        structured = self.match_structured(question)
         if structured is not None:
             return structured
-        m = _FREE.search(request)
-        return {"text": _strip_quotes(m.group("text")) if m else request}
+        m = _FREE.search(question)
+        return {"text": _strip_quotes(m.group("text")) if m else question}
 
-    async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
-        text = check_echo_text(str(payload.get("text", payload.get("request", ""))))
+    async def run(self, context: AgentContext, task: TaskInput) -> AgentResult:
+        text = check_echo_text(str(task.inputs.get("text", task.question)))
         raw = await call_tool(context, "echo", "echo", {"text": text})
         result = check_result(EchoResult, raw, "echo", "echo")
         if result.original_text != text:

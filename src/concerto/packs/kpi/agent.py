@@ -21,6 +21,7 @@ from concerto.agents.base import (
     Holdings,
     Unanswered,
 )
+from concerto.agents.task import TaskInput
 from concerto.contracts.common import ErrorKind
 from concerto.contracts.events import EventType
 from concerto.contracts.orchestrator import OrchestratorInput
@@ -128,15 +129,15 @@ class KPIAgent(Agent):
             return {"queries": parts}
         return {"query": text.strip()}
 
-    async def prepare(self, request: str, context: AgentContext) -> dict[str, Any]:
-        structured = self.match_structured(request)
+    async def prepare(self, question: str, context: AgentContext) -> dict[str, Any]:
+        structured = self.match_structured(question)
         if structured is not None:
             return structured
         try:
-            asked = await asyncio.to_thread(self._read, request, context)
+            asked = await asyncio.to_thread(self._read, question, context)
         except AgentFailure:
-            return {"request": request}  # `run` repeats the conversion and reports the failure
-        return _payload(asked) | {"request": request}
+            return {}  # `run` repeats the conversion and reports the failure
+        return _inputs(asked)
 
     def _read(self, request: str, context: AgentContext) -> Request:
         if len(request) > MAX_REQUEST_CHARS:
@@ -148,23 +149,24 @@ class KPIAgent(Agent):
             asked.queries = held or asked.queries
         return asked
 
-    async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
-        if not payload.get("query") and not payload.get("queries"):
-            request = str(payload.get("request") or context.query.query)
-            structured = self.match_structured(request)
+    async def run(self, context: AgentContext, task: TaskInput) -> AgentResult:
+        inputs = task.inputs
+        if not inputs.get("query") and not inputs.get("queries"):
+            question = task.question
+            structured = self.match_structured(question)
             if structured is not None:
-                payload = payload | structured
+                inputs = inputs | structured
             else:
                 await context.emit(
                     EventType.THINKING,
                     "Converting the question to the KPI format",
-                    {"request": request[:200]},
+                    {"request": question[:200]},
                     step=1,
                 )
-                payload = payload | _payload(await asyncio.to_thread(self._read, request, context))
-        queries = [self._parse(str(q), context) for q in _texts(payload)]
-        analysis = _analysis(payload.get("analysis"))
-        unanswered = [Unanswered.model_validate(u) for u in payload.get("unanswered") or []]
+                inputs = inputs | _inputs(await asyncio.to_thread(self._read, question, context))
+        queries = [self._parse(str(q), context) for q in _texts(inputs)]
+        analysis = _analysis(inputs.get("analysis"))
+        unanswered = [Unanswered.model_validate(u) for u in inputs.get("unanswered") or []]
         await context.emit(
             EventType.ACTION,
             "Querying the KPI store",
@@ -173,7 +175,7 @@ class KPIAgent(Agent):
             else {"structured_queries": [q.to_text() for q in queries]},
             step=2,
         )
-        how = payload.get("interpretation")
+        how = inputs.get("interpretation")
         if len(queries) == 1 and analysis == Analysis():
             return await asyncio.to_thread(self._answer, queries[0], how, unanswered)
         return await asyncio.to_thread(self._answer_many, queries, analysis, how, unanswered)
@@ -370,8 +372,8 @@ def _held_details(spans: dict[tuple[str, str], tuple[Month, Month] | None]) -> d
     }
 
 
-def _payload(asked: Request) -> dict[str, Any]:
-    """The wire form of a read question: the agreed-format queries and the analysis."""
+def _inputs(asked: Request) -> dict[str, Any]:
+    """The agent's inputs for a read question: the agreed-format queries and the analysis."""
     out: dict[str, Any] = {"interpretation": asked.interpretation}
     if asked.single:
         out["query"] = asked.queries[0].to_text()
@@ -383,15 +385,15 @@ def _payload(asked: Request) -> dict[str, Any]:
     return out
 
 
-def _texts(payload: dict[str, Any]) -> list[str]:
-    queries = payload.get("queries")
+def _texts(inputs: dict[str, Any]) -> list[str]:
+    queries = inputs.get("queries")
     if queries:
         if not isinstance(queries, list) or not all(isinstance(q, str) for q in queries):
             raise invalid_format(str(queries)[:200], "`queries` must be a list of agreed-format strings")
         if len(queries) > MAX_SERIES:
             raise invalid_format(f"{len(queries)} queries", f"at most {MAX_SERIES} queries in one request")
         return queries
-    return [str(payload.get("query") or "")]
+    return [str(inputs.get("query") or "")]
 
 
 def _analysis(value: Any) -> Analysis:

@@ -143,8 +143,10 @@ def query(question: str, now: str | None) -> None:
     agent = KPIAgent(context.settings, context.resources)
 
     async def answer() -> dict[str, object]:
-        payload = await agent.prepare(question, context)
-        result = await agent.run(context, payload)
+        from concerto.agents.task import TaskInput
+
+        task = TaskInput(question=question, inputs=await agent.prepare(question, context))
+        result = await agent.run(context, task)
         return {"summary": result.summary, **result.output}
 
     try:

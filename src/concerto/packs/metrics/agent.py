@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentInfo, AgentResult, Unanswered
+from concerto.agents.task import TaskInput
 from concerto.contracts.common import ErrorKind
 from concerto.contracts.events import EventType
 
@@ -100,12 +101,12 @@ class MetricsAgent(Agent):
             return None
         return "no Prometheus or Grafana configured: set CONCERTO_PROMETHEUS_URL (or run `concerto metrics local`)"
 
-    async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
+    async def run(self, context: AgentContext, task: TaskInput) -> AgentResult:
         from concerto.packs.metrics.format import key_findings, summarize
         from concerto.packs.metrics.models import initial_state
         from concerto.packs.metrics.node import NodeDeps, process
 
-        question = str(payload.get("request") or payload.get("question") or context.query.query)
+        question = task.question
 
         async def emit(title: str, _question: str, details: dict[str, Any]) -> None:
             await context.emit(EventType.ACTION, title, details, step=2)
