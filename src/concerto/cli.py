@@ -319,7 +319,7 @@ def events(query_id: str | None, limit: int) -> None:
       concerto ask "echo: hi" --json | jq -r .query_id | xargs -I{} concerto events --query-id {}
     """
     from concerto.cli_render import render_event
-    from concerto.orchestrator.events import EventLog
+    from concerto.orchestrator.log import EventLog
     from concerto.settings import Settings
 
     for event in EventLog.of(Settings()).read(query_id, limit):

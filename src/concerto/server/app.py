@@ -7,7 +7,7 @@ contract itself (`OrchestratorInput`), so the API, the CLI and the Python API ta
 same fields; every malformed request gets the error contract, never FastAPI's own shape.
 
 What outlives a request (runs, conversations, the event log) is in the shared log
-(`concerto.orchestrator.log`), so several processes behind a load balancer serve one
+(`concerto.server.log`, on `concerto.store`), so several processes behind a load balancer serve one
 conversation and one run (docs/scale-out.md).
 """
 
@@ -42,10 +42,10 @@ from concerto.contracts.events import Event
 from concerto.contracts.handoff import result_yaml
 from concerto.contracts.orchestrator import OrchestratorErrorResponse, OrchestratorInput, OrchestratorOutput
 from concerto.orchestrator.engine import Orchestrator, validation_message
-from concerto.orchestrator.log import Log, LogUnavailable, Turn, open_log
 from concerto.server.docs import add_docs
 from concerto.server.edge import BodyTooLarge, Edge
 from concerto.server.errors import error_response, refusal
+from concerto.server.log import ServerLog, Turn
 from concerto.server.openapi import document_edge
 from concerto.server.routes import every_route
 from concerto.server.runs import (
@@ -61,6 +61,7 @@ from concerto.server.runs import (
     sse_fields,
 )
 from concerto.settings import Settings
+from concerto.store import LogUnavailable
 
 log = logging.getLogger(__name__)
 PAGE = Path(__file__).parent / "static" / "index.html"  # the page; its modules, styles and vendored libraries beside it
@@ -209,7 +210,7 @@ def create_app(settings: Settings | None = None, orchestrator: Orchestrator | No
         orch = orchestrator or Orchestrator(settings, packs=packs)
         await orch.start()
         app.state.orchestrator = orch
-        app.state.log = open_log(orch.settings)
+        app.state.log = ServerLog.of(orch.settings)
         app.state.runs = Runs(orch, app.state.log)
         warm = asyncio.create_task(_warm_up(orch), name="warm-up")
         app.state.router_loaded = asyncio.create_task(_load_router(orch, warm), name="load-router")
@@ -479,7 +480,7 @@ async def _router_check(loading: asyncio.Task[str | None]) -> Check:
     return Check(ok=problem is None, detail=problem)
 
 
-async def _log_check(shared: Log) -> Check:
+async def _log_check(shared: ServerLog) -> Check:
     try:
         await asyncio.wait_for(asyncio.to_thread(shared.ping), 5)
     except (LogUnavailable, TimeoutError) as exc:
