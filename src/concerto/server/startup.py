@@ -14,7 +14,7 @@ import logging
 
 from starlette.concurrency import run_in_threadpool
 
-from concerto.agents.pack import resolve
+from concerto.agents.pack import Pack, resolve
 from concerto.orchestrator.engine import Orchestrator
 
 log = logging.getLogger(__name__)
@@ -40,14 +40,21 @@ async def warm_up(orch: Orchestrator) -> None:
     (benchmarks/results/page.md)."""
     try:
         await run_in_threadpool(int)
-        loaded = {info.pack for info in orch.registry.infos()}
-        for pack in orch.packs:
-            if pack.warm_up is not None and pack.name in loaded:
-                done = resolve(pack.warm_up, f"warm_up of pack {pack.name}")()
-                if inspect.isawaitable(done):
-                    await done
     except Exception as exc:  # only a head start: the question that needs it meets the error and says so
         log.warning("warm-up failed: %s: %s", type(exc).__name__, exc)
+    for pack in orch.packs.serving(orch.registry):
+        if pack.warm_up is not None:
+            await _warm_up_pack(pack)
+
+
+async def _warm_up_pack(pack: Pack) -> None:
+    """Run a pack's `warm_up`; a failure is logged, the other packs' still run."""
+    try:
+        done = resolve(pack.warm_up, f"warm_up of pack {pack.name}")()
+        if inspect.isawaitable(done):
+            await done
+    except Exception as exc:
+        log.warning("warm-up failed: pack %s: %s: %s", pack.name, type(exc).__name__, exc)
 
 
 async def load_router(orch: Orchestrator, after: asyncio.Task[None]) -> str | None:
