@@ -12,7 +12,6 @@ import pytest
 
 from _services.postgres import Postgres
 from concerto.contracts.orchestrator import OrchestratorErrorResponse, OrchestratorOutput
-from concerto.data.settings import DataSettings
 from concerto.nlp.embeddings import Embedder, default_embedder
 from concerto.orchestrator.engine import Orchestrator
 from concerto.resources import Resources
@@ -30,9 +29,8 @@ def embedder() -> Embedder:
 
 
 def make_orchestrator(data_dir: Path, embedder: Embedder, database_url: str | None = None, **core: Any) -> Orchestrator:
-    settings = Settings(data_dir=data_dir, agents=core.pop("agents", ANALYTICS), store_events=False, **core)
-    if database_url:
-        settings = settings.using(DataSettings(database_url=database_url))
+    agents = core.pop("agents", ANALYTICS)
+    settings = Settings(data_dir=data_dir, agents=agents, store_events=False, database_url=database_url, **core)
     resources = Resources(settings)
     resources.put("embedder", embedder)
     return Orchestrator(settings, resources=resources)
