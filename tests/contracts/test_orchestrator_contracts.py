@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
+from concerto.agents.task import TaskInput
 from concerto.contracts import AgentDispatchRequest, IntentClassification, OrchestratorInput
 
 
@@ -47,10 +48,11 @@ def test_the_input_takes_exactly_its_json_types() -> None:
 
 
 def test_per_question_parameters() -> None:
-    plain = OrchestratorInput(query="q")
-    assert plain.payload_parameters() == {}
-    full = OrchestratorInput(query="q", source="sales", context="Q3", parameters={"treatment": "samples", "k": 3})
-    assert full.payload_parameters() == {"treatment": "samples", "k": 3, "source": "sales", "context": "Q3"}
+    plain = TaskInput.build(OrchestratorInput(query="q"))
+    assert (plain.inputs, plain.source, plain.business_context) == ({}, None, None)
+    query = OrchestratorInput(query="q", source="sales", context="Q3", parameters={"treatment": "samples", "k": 3})
+    full = TaskInput.build(query)
+    assert (full.inputs, full.source, full.business_context) == ({"treatment": "samples", "k": 3}, "sales", "Q3")
     for bad in ({"request": "x"}, {"previous_results": []}, {"9lives": 1}, {"has space": 1}):
         with pytest.raises(ValidationError):
             OrchestratorInput(query="q", parameters=bad)

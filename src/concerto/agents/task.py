@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from concerto.contracts.dispatch import AgentDispatchResponse
 from concerto.contracts.orchestrator import OrchestratorInput
 
-_SOURCE_KEYS = ("source", "data_source_id")
+SOURCE_KEYS = ("source", "data_source_id")  # the names a source is given by, in this order
 
 
 class PriorResult(BaseModel):
@@ -67,23 +67,32 @@ class TaskInput(BaseModel):
         Built without validation (every value comes from validated contracts): the executor
         builds one per task, and overhead near plain asyncio counts."""
         task_input = task_input or {}
-        inputs = {**(prepared or {}), **query.parameters}
-        source = None
-        for key, value in task_input.items():
-            if key in _SOURCE_KEYS:
-                source = source or value
-            else:
-                inputs[key] = value
+        inputs = {**(prepared or {}), **_without_source(query.parameters), **_without_source(task_input)}
         brand = inputs.get("brand")
         return cls.model_construct(
             question=request or query.query,
             inputs=inputs,
-            source=source or query.source or query.data_source_id,
+            source=requested_source(query, task_input),
             brand=str(brand) if brand else query.brand,
             business_context=query.context,
             previous=previous or [],
             prior_analysis_ids=query.prior_analysis_ids or [],
         )
+
+
+def requested_source(query: OrchestratorInput, task_input: Mapping[str, Any] | None = None) -> str | None:
+    """The source a task is about: the plan task's own input first (an intent table configures
+    its tasks), then the question's `source` and `data_source_id` fields, then either given as
+    a parameter (`--param source=...`)."""
+    for given in (task_input or {}, {"source": query.source, "data_source_id": query.data_source_id}, query.parameters):
+        for key in SOURCE_KEYS:
+            if value := given.get(key):
+                return str(value)
+    return None
+
+
+def _without_source(given: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in given.items() if k not in SOURCE_KEYS}
 
 
 def prior_result(response: AgentDispatchResponse, request: str | None) -> PriorResult:

@@ -36,7 +36,7 @@ def ask(question: str, as_json: bool, as_yaml: bool, now: str | None, trace: boo
     """Ask a question and print the answer (exit code 1 if the query failed).
 
     Every field of the input contract (`OrchestratorInput`) is an option below;
-    `--param KEY=VALUE` passes anything else an agent reads from its payload.
+    `--param KEY=VALUE` passes anything else an agent reads from its inputs.
 
     \b
     Examples:

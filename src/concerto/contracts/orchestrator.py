@@ -132,7 +132,7 @@ class OrchestratorInput(BaseAgentInput):
     parameters: dict[str, Any] = Field(
         default_factory=dict,
         max_length=MAX_PARAMETERS,
-        description="Further inputs for the agents, added to every task's payload (e.g. a treatment column)",
+        description="Further inputs for the agents, added to every task's inputs (e.g. a treatment column)",
         json_schema_extra={"propertyNames": PARAMETER_NAMES},
     )
 
@@ -169,12 +169,6 @@ class OrchestratorInput(BaseAgentInput):
             if any(get_origin(k) in (list, dict) for k in kinds):
                 out.add(name)
         return out
-
-    def payload_parameters(self) -> dict[str, Any]:
-        """What this question adds to every task's payload: its parameters, then source,
-        data_source_id and context when they are set."""
-        extra = {k: v for k in ("source", "data_source_id", "context") if (v := getattr(self, k)) is not None}
-        return {**self.parameters, **extra} if extra or self.parameters else {}
 
     @field_validator("query")
     @classmethod

@@ -124,8 +124,6 @@ def source_failure(exc: SourceError | QueryFailed) -> AgentFailure:
 
 def named_source(query: OrchestratorInput | None) -> str | None:
     """The source a question names (`--source`, `data_source_id`, or either as a parameter)."""
-    if query is None:
-        return None
-    given = query.payload_parameters()
-    name = given.get("source") or given.get("data_source_id")
-    return str(name) if name else None
+    from concerto.agents.task import requested_source
+
+    return None if query is None else requested_source(query)

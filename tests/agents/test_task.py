@@ -1,0 +1,65 @@
+"""The typed task: each value resolved once, from the one place that wins."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from concerto.agents.task import TaskInput, requested_source
+from concerto.contracts.orchestrator import OrchestratorInput
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "concerto"
+# What the task carries; an agent reading these from `context.query` has two channels again.
+TASK_VALUES = {"query", "source", "data_source_id", "parameters", "context", "brand", "prior_analysis_ids"}
+
+
+def test_the_question_is_the_plan_task_s_request_else_the_user_s() -> None:
+    query = OrchestratorInput(query="revenue by region")
+    assert TaskInput.build(query).question == "revenue by region"
+    assert TaskInput.build(query, request="then explain it").question == "then explain it"
+
+
+def test_the_source_comes_from_the_task_then_the_fields_then_the_parameters() -> None:
+    both = OrchestratorInput(query="q", source="sales", data_source_id="ds-1", parameters={"source": "p"})
+    assert requested_source(both) == "sales"
+    assert requested_source(both, {"data_source_id": "configured"}) == "configured"
+    assert requested_source(OrchestratorInput(query="q", data_source_id="ds-1")) == "ds-1"
+    assert requested_source(OrchestratorInput(query="q", parameters={"data_source_id": "p"})) == "p"
+    assert requested_source(OrchestratorInput(query="q")) is None
+    task = TaskInput.build(both, task_input={"source": "configured", "k": 2})
+    assert task.source == "configured" and task.inputs == {"k": 2}  # a source is never an input too
+
+
+def test_inputs_layer_the_agent_s_reading_the_parameters_and_the_plan_s_input() -> None:
+    query = OrchestratorInput(query="q", parameters={"k": 3, "label": "top"})
+    task = TaskInput.build(query, prepared={"k": 1, "city": "Seattle"}, task_input={"label": "configured"})
+    assert task.inputs == {"k": 3, "city": "Seattle", "label": "configured"}
+
+
+def test_the_brand_is_a_brand_parameter_else_the_field() -> None:
+    assert TaskInput.build(OrchestratorInput(query="q", brand="Kisqali")).brand == "Kisqali"
+    given = OrchestratorInput(query="q", brand="Kisqali", parameters={"brand": "Entresto"})
+    assert TaskInput.build(given).brand == "Entresto"
+
+
+def test_the_task_built_without_validation_equals_a_validated_one() -> None:
+    query = OrchestratorInput(query="q", source="s", context="Q3", prior_analysis_ids=["a1"], parameters={"k": 3})
+    built = TaskInput.build(query, request="r", prepared={"x": 1})
+    assert TaskInput.model_validate(built.model_dump()) == built
+
+
+def test_no_agent_reads_what_its_task_carries_from_the_question() -> None:
+    """`context.query.<value>` for a value the task carries is a second channel (issue 27)."""
+    found = []
+    for path in (SRC / "packs").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr in TASK_VALUES
+                and isinstance(node.value, ast.Attribute)
+                and node.value.attr == "query"
+                and isinstance(node.value.value, ast.Name)
+                and node.value.value.id in ("context", "ctx")
+            ):
+                found.append(f"{path.relative_to(SRC)}:{node.lineno} context.query.{node.attr}")
+    assert not found, "read it from the task instead: " + ", ".join(found)
