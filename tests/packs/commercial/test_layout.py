@@ -1,6 +1,6 @@
-"""The commercial pack's layout rules: the statistics (`methods`) import nothing of the agent
-layer, a method's error reaches the user as the contract's error, and no function in the
-pack runs over 80 lines (issue 27)."""
+"""The commercial pack's layout rules (docs/packs/commercial.md, "Layout"; issue 27): the
+statistics (`methods`) import nothing of the agent layer, no agent imports another, a method's
+error reaches the user as the contract's error, and no function in the pack runs over 80 lines."""
 
 from __future__ import annotations
 
@@ -51,6 +51,22 @@ def test_methods_import_nothing_of_the_agent_layer() -> None:
         }
         if outside:
             wrong[name] = sorted(outside)
+    assert wrong == {}
+
+
+def test_agents_import_only_base_methods_and_themselves() -> None:
+    """No agent folder imports another, and `base` imports no agent."""
+    prefix = "concerto.packs.commercial."
+    shared = {"base", "methods"}
+    folders = sorted(p.name for p in PACK.iterdir() if (p / "__init__.py").exists())
+    assert len([f for f in folders if f not in shared]) == 9  # one folder per agent
+    wrong = {}
+    for folder in folders:
+        allowed = {folder, "methods"} | (shared if folder != "methods" else set())
+        for path in sorted((PACK / folder).glob("*.py")):
+            used = {m[len(prefix) :].split(".")[0] for m in _imported(path) if m.startswith(prefix)}
+            if used - allowed:
+                wrong[f"{folder}/{path.name}"] = sorted(used - allowed)
     assert wrong == {}
 
 
