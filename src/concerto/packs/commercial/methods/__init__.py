@@ -1,10 +1,12 @@
 """The commercial pack's statistics, which know nothing of agents.
 
 A method takes plain inputs (numpy arrays, pandas frames, dataclasses, numbers and strings)
-and returns plain results (dataclasses); it raises `errors.MethodError` (or a subclass) for
-inputs it cannot answer from, and the agent layer turns that into the contract's error.
-Nothing here imports `concerto.agents`, `concerto.contracts` or the pack's agents
-(tests/packs/commercial/test_methods.py checks it). One module per subject:
+and returns plain results (dataclasses, arrays, numbers); it raises `errors.MethodError` (or
+a subclass) for inputs it cannot answer from, and the agent layer turns that into the
+contract's error.
+Nothing here imports any of Concerto outside `methods/`: not `concerto.agents`, not
+`concerto.contracts`, not the pack's base or agents (tests/packs/commercial/test_layout.py
+checks it). One module per subject:
 
 - `causal`: average treatment effects (regression adjustment, IPW, doubly robust AIPW),
   the propensity model, overlap, the treatment's 0/1 coding, the backdoor set of a graph;
