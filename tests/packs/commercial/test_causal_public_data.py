@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from concerto.packs.commercial.causal_impact import CausalImpactAgent
+from concerto.packs.commercial.causal_impact.agent import CausalImpactAgent
 
 from .conftest import load_table
 

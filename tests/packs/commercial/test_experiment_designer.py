@@ -13,8 +13,8 @@ from statsmodels.stats.power import NormalIndPower, TTestIndPower
 from statsmodels.stats.proportion import proportion_effectsize
 
 from concerto.agents.base import AgentFailure
-from concerto.packs.commercial.data import generate
-from concerto.packs.commercial.experiment_designer import ExperimentDesignerAgent
+from concerto.packs.commercial.base.data import generate
+from concerto.packs.commercial.experiment_designer.agent import ExperimentDesignerAgent
 
 from .conftest import load_table
 

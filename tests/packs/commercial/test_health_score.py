@@ -12,8 +12,9 @@ import pytest
 
 from concerto.agents.base import AgentFailure
 from concerto.data.store import Store
-from concerto.packs.commercial.data import truth
-from concerto.packs.commercial.health_score import WEIGHTS, HealthScoreAgent
+from concerto.packs.commercial.base.data import truth
+from concerto.packs.commercial.health_score.agent import HealthScoreAgent
+from concerto.packs.commercial.health_score.components import WEIGHTS
 
 from .conftest import load_table
 
