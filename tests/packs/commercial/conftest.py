@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from concerto.agents.base import Agent, AgentContext, AgentResult
+from concerto.agents.task import TaskInput
 from concerto.contracts.orchestrator import OrchestratorInput
 from concerto.data.sources import store_for
 from concerto.data.store import Store
@@ -37,16 +38,17 @@ def store(settings: Settings, resources: Resources) -> Store:
 
 @pytest.fixture
 def run_agent(settings: Settings, resources: Resources) -> Any:
-    """`await run_agent(AgentClass, "question", **payload)` → AgentResult; `query_fields`
-    (brand, user_expertise, output_format, source) go to the OrchestratorInput."""
+    """`await run_agent(AgentClass, "question", **inputs)` → AgentResult; `query_fields`
+    (brand, user_expertise, output_format, source) go to the OrchestratorInput, `inputs` to the
+    task as a plan task's input would (`source=` included)."""
 
     async def run(
-        cls: type[Agent], question: str, *, query_fields: dict[str, Any] | None = None, **payload: Any
+        cls: type[Agent], question: str, *, query_fields: dict[str, Any] | None = None, **inputs: Any
     ) -> AgentResult:
         agent = cls(settings, resources)
         query = OrchestratorInput(query=question, **(query_fields or {}))
         context = AgentContext(query=query, now=NOW, settings=settings, resources=resources, agent=cls.info.name)
-        return await agent.run(context, {"request": question, **query.payload_parameters(), **payload})
+        return await agent.run(context, TaskInput.build(query, task_input=inputs))
 
     return run
 

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from concerto.agents.base import AgentContext, AgentFailure
+from concerto.agents.task import PriorResult, TaskInput
 from concerto.contracts.handoff import OrchestratorSynthesis
 from concerto.contracts.orchestrator import OrchestratorInput
 from concerto.packs.commercial.explainer.agent import ExplainerAgent
@@ -44,8 +45,8 @@ async def explain(
     q = OrchestratorInput(query="Summarize the findings for executive presentation", **query)
     context = AgentContext(query=q, now=datetime(2026, 11, 15, tzinfo=UTC), settings=settings, resources=resources)
     context.llm = llm
-    payload = {"request": q.query, "previous_results": PREVIOUS if previous is None else previous}
-    return await agent.run(context, payload)
+    earlier = [PriorResult(**p) for p in (PREVIOUS if previous is None else previous)]
+    return await agent.run(context, TaskInput(question=q.query, previous=earlier))
 
 
 async def test_the_synthesis_handoff_names_every_source_agent(settings: Settings, resources: Resources) -> None:

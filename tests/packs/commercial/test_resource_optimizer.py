@@ -322,7 +322,7 @@ def test_read_request_phrases() -> None:
             from concerto.packs.commercial.base.data import PROFILES
 
             self.request = text
-            self.payload: dict[str, Any] = {}
+            self.inputs: dict[str, Any] = {}
             self.source = type(
                 "S", (), {"columns": list(PROFILES[data.SPEND]["field_descriptions"]), "detected_types": {}}
             )()

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentResult, FirstUse, Unanswered
+from concerto.agents.task import PriorResult, TaskInput
 from concerto.contracts.common import ErrorKind
 from concerto.contracts.events import EventType
 from concerto.data.sources import named_source, source_failure, store_for
@@ -79,12 +80,12 @@ class Work:
     """One question's state: the request, its source and brand, and what earlier tasks found."""
 
     request: str
-    payload: dict[str, Any]
+    inputs: dict[str, Any]
     source: DataContext
     store: Store
     brand: str | None
     context: AgentContext
-    previous: list[dict[str, Any]] = field(default_factory=list)
+    previous: list[PriorResult] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what reading the data dropped or assumed
 
     @property
@@ -96,12 +97,12 @@ class Work:
         return self.context.query.output_format
 
     def given(self, key: str) -> Any:
-        """A payload input (`treatment`, `outcome`, ...) when the caller set it, else None."""
-        value = self.payload.get(key)
+        """An input (`treatment`, `outcome`, ...) when the caller set it, else None."""
+        value = self.inputs.get(key)
         return None if value in (None, "", []) else value
 
     def column(self, role: str, phrase: str | None = None, *, default: str | None = None) -> str | None:
-        """The column for `role`: the payload's `role` key, else the column `phrase` names, else
+        """The column for `role`: the `role` input, else the column `phrase` names, else
         `default` (when it is a column of the source)."""
         named = self.given(role)
         if named is not None:
@@ -138,11 +139,7 @@ class Work:
     def previous_findings(self) -> list[dict[str, Any]]:
         """Earlier tasks' agent, findings and output, oldest first (for explainer and the like)."""
         return [
-            {
-                "agent": item.get("agent"),
-                "key_findings": list(item.get("key_findings") or []),
-                "output": dict(item.get("result") or item.get("output") or {}),
-            }
+            {"agent": item.agent, "key_findings": list(item.key_findings), "output": dict(item.result)}
             for item in self.previous
         ]
 
@@ -153,21 +150,21 @@ class CommercialAgent(Agent):
     default_source: ClassVar[str] = PANEL
     uses_data: ClassVar[bool] = True
 
-    async def run(self, context: AgentContext, payload: dict[str, Any]) -> AgentResult:
+    async def run(self, context: AgentContext, task: TaskInput) -> AgentResult:
         started = time.perf_counter()
-        request = str(payload.get("request") or context.query.query)
+        request = task.question
         await context.emit(EventType.RECEIVED, "Received request", {"request": request[:100]}, step=1)
         store = store_for(context.settings, context.resources)
-        source = await self._source(store, payload) if self.uses_data else None
-        brand = self._brand(payload, context, request, source)
+        source = await self._source(store, task) if self.uses_data else None
+        brand = self._brand(task, source)
         work = Work(
             request=request,
-            payload=payload,
+            inputs=task.inputs,
             source=source,  # type: ignore[arg-type]  # agents with uses_data=False never read it
             store=store,
             brand=brand,
             context=context,
-            previous=list(payload.get("previous_results") or []),
+            previous=task.previous,
         )
         await context.emit(
             EventType.THINKING,
@@ -220,25 +217,22 @@ class CommercialAgent(Agent):
         """Answer the question from `work` (runs in a worker thread)."""
         raise NotImplementedError(f"{type(self).__name__} implements neither analyse nor answer")
 
-    async def _source(self, store: Store, payload: dict[str, Any]) -> DataContext:
+    async def _source(self, store: Store, task: TaskInput) -> DataContext:
         """The source named by `--source` / `data_source_id`, else the built-in data set."""
-        name = payload.get("source") or payload.get("data_source_id")
         try:
-            if name:
-                return await asyncio.to_thread(store.context, str(name))
+            if task.source:
+                return await asyncio.to_thread(store.context, task.source)
             return await asyncio.to_thread(load_commercial, store, self.default_source)
         except (SourceError, QueryFailed) as exc:
             raise source_failure(exc) from None
 
-    def _brand(
-        self, payload: dict[str, Any], context: AgentContext, request: str, source: DataContext | None
-    ) -> str | None:
+    def _brand(self, task: TaskInput, source: DataContext | None) -> str | None:
         """The brand to filter by: `--brand`, else one named in the question; checked against the
         source's brand column (or the three brands when the agent reads no data)."""
-        given = payload.get("brand") or context.query.brand
+        given = task.brand
         known = self._known_brands(source)
         if not given:
-            lowered = request.lower()
+            lowered = task.question.lower()
             named = [b for b in known if b.lower() in lowered]
             return named[0] if len(named) == 1 else None
         match = next((b for b in known if b.lower() == str(given).strip().lower()), None)
