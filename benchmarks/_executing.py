@@ -30,7 +30,7 @@ def executing(
     async def run() -> list[AgentDispatchResponse]:
         events = EventStream(query.query_id)
 
-        def make_context(task: AgentTask, agent: str, deps: list[AgentDispatchResponse]) -> AgentContext:
+        def make_context(task: AgentTask, agent: str) -> AgentContext:
             return AgentContext(
                 query=query,
                 now=now,
@@ -38,7 +38,6 @@ def executing(
                 resources=resources,
                 task_id=task.task_id,
                 agent=agent,
-                previous_results=deps,
                 _emit=events.agent_emit,
             )
 

@@ -175,6 +175,7 @@ async def bench_round_trip(n: int, weather_url: str, http: dict[str, str]) -> li
 
 
 async def bench_parallel(n: int, data_dir: Path, slow_weather_url: str) -> list[str]:
+    from concerto.agents.task import TaskInput
     from concerto.packs.city.datetime_agent import DateTimeAgent
     from concerto.packs.city.temperature import TemperatureAgent
     from concerto.resources import Resources
@@ -189,22 +190,22 @@ async def bench_parallel(n: int, data_dir: Path, slow_weather_url: str) -> list[
         resources=resources,
     )
     temperature, clock = TemperatureAgent(settings, resources), DateTimeAgent(settings, resources)
-    payload = {"city": "Seattle"}
+    seattle = TaskInput(question=ctx.query.query, inputs={"city": "Seattle"})
+    boston = TaskInput(question=ctx.query.query, inputs={"city": "Boston"})
 
     async def parallel() -> None:
-        await asyncio.gather(temperature.run(ctx, payload), clock.run(ctx, payload))
+        await asyncio.gather(temperature.run(ctx, seattle), clock.run(ctx, seattle))
 
     async def sequential() -> None:
-        await temperature.run(ctx, payload)
-        await clock.run(ctx, payload)
+        await temperature.run(ctx, seattle)
+        await clock.run(ctx, seattle)
 
     async def two_cities_parallel() -> None:
-        boston = {"city": "Boston"}
-        await asyncio.gather(temperature.run(ctx, payload), temperature.run(ctx, boston))
+        await asyncio.gather(temperature.run(ctx, seattle), temperature.run(ctx, boston))
 
     async def two_cities_sequential() -> None:
-        await temperature.run(ctx, payload)
-        await temperature.run(ctx, {"city": "Boston"})
+        await temperature.run(ctx, seattle)
+        await temperature.run(ctx, boston)
 
     try:
         rows = [

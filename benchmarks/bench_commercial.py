@@ -6,7 +6,7 @@ start of a question.
 
 Each size is the built-in data set generated with as many HCPs as the size needs, loaded as
 the source `commercial` of a fresh data dir, and every agent runs on it as the executor
-would run it (its `run`, payload and context), so the time includes reading the columns
+would run it (its `run`, task and context), so the time includes reading the columns
 out of DuckDB.
 
     .venv/bin/python benchmarks/bench_commercial.py [--sizes 10000,100000,1000000] [--seeds 50]
@@ -71,14 +71,15 @@ class Runner:
         context.built_in = "commercial"
         self.store.save_context(context)
 
-    async def run(self, agent: str, question: str, **payload: Any) -> Any:
+    async def run(self, agent: str, question: str, **inputs: Any) -> Any:
         from concerto.agents.base import AgentContext
+        from concerto.agents.task import TaskInput
         from concerto.contracts.orchestrator import OrchestratorInput
 
         cls = self.registry.get(agent)
         query = OrchestratorInput(query=question)
         context = AgentContext(query=query, now=NOW, settings=self.settings, resources=self.resources, agent=agent)
-        return await cls(self.settings, self.resources).run(context, {"request": question, **payload})
+        return await cls(self.settings, self.resources).run(context, TaskInput.build(query, task_input=inputs))
 
 
 def hcps_for(rows: int) -> int:

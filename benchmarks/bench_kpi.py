@@ -33,7 +33,7 @@ from concerto.packs.kpi.records import COLUMNS
 from concerto.packs.kpi.store import get_store
 from concerto.resources import Resources
 from concerto.settings import Settings
-from concerto.testing import make_context
+from concerto.testing import make_context, run_agent
 
 NOW = datetime(2025, 6, 15, tzinfo=UTC)
 NOTES = (
@@ -79,8 +79,7 @@ def agent_latency(agent: Agent, question: str, runs: int) -> dict[str, float]:
     context = make_context(question, now=NOW, settings=agent.settings, resources=agent.resources)
 
     async def once() -> None:
-        payload = await agent.prepare(question, context)
-        await agent.run(context, payload)
+        await run_agent(agent, context, question)
 
     loop = asyncio.new_event_loop()
     try:

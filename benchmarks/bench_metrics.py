@@ -103,7 +103,7 @@ async def bench_node(settings: Any, n: int) -> tuple[list[str], str]:
 
 async def bench_agent(settings: Any, n: int) -> tuple[list[str], str]:
     from concerto.packs.metrics.agent import MetricsAgent
-    from concerto.testing import make_context
+    from concerto.testing import make_context, run_agent
 
     ctx = make_context(QUESTION, settings=settings)
     agent = MetricsAgent(settings, ctx.resources)
@@ -111,7 +111,7 @@ async def bench_agent(settings: Any, n: int) -> tuple[list[str], str]:
 
     async def ask() -> None:
         nonlocal summary
-        out = await agent.run(ctx, {"request": QUESTION})
+        out = await run_agent(agent, ctx, QUESTION)
         summary = out.summary or ""
 
     ms = await timed(ask, n, warmup=5)

@@ -214,21 +214,21 @@ class _Consumer:
 class TableAgent(fake_agent("table")):  # type: ignore[misc]
     """Returns a table of `parameters["rows"]` records."""
 
-    async def run(self, context: Any, payload: dict[str, Any]) -> Any:
+    async def run(self, context: Any, task: Any) -> Any:
         from concerto.agents.base import AgentResult
 
-        rows = _records(int(context.query.parameters["rows"]))
+        rows = _records(int(task.inputs["rows"]))
         return AgentResult(output={"data": rows}, summary=f"{len(rows)} rows")
 
 
 class ReaderAgent(fake_agent("reader")):  # type: ignore[misc]
-    """Reads the earlier table (from its context) and counts its rows."""
+    """Reads the earlier table (from its task) and counts its rows."""
 
-    async def run(self, context: Any, payload: dict[str, Any]) -> Any:
+    async def run(self, context: Any, task: Any) -> Any:
         from concerto.agents.base import AgentResult
 
-        (earlier,) = context.previous_results
-        return AgentResult(output={"rows": len(earlier.output["data"])})
+        (earlier,) = task.previous
+        return AgentResult(output={"rows": len(earlier.result["data"])})
 
 
 async def tables(sizes: list[int], runs: int) -> tuple[list[str], dict[str, float]]:
