@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import ast
+import pickle
 from pathlib import Path
 
-from concerto.agents.task import TaskInput, requested_source
+from concerto.agents.task import PriorResult, TaskInput, prior_result, requested_source
+from concerto.contracts.common import ExecutionStatus
+from concerto.contracts.dispatch import AgentDispatchResponse
 from concerto.contracts.orchestrator import OrchestratorInput
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "concerto"
@@ -44,8 +47,20 @@ def test_the_brand_is_a_brand_parameter_else_the_field() -> None:
 
 def test_the_task_built_without_validation_equals_a_validated_one() -> None:
     query = OrchestratorInput(query="q", source="s", context="Q3", prior_analysis_ids=["a1"], parameters={"k": 3})
-    built = TaskInput.build(query, request="r", prepared={"x": 1})
+    built = TaskInput.build(query, request="r", prepared={"x": 1}, previous=[prior_result(earlier(), "e")])
     assert TaskInput.model_validate(built.model_dump()) == built
+    assert built.model_fields_set == set(TaskInput.model_fields)
+    assert built.previous[0] == PriorResult(agent="a", task_id="T1", task="e", summary="s", result={"n": 1})
+    assert pickle.loads(pickle.dumps(built)) == built  # the Ray backend sends it
+    assert built.model_copy(update={"question": "x"}).question == "x" and built.question == "r"
+    plain = TaskInput.build(OrchestratorInput(query="q"))
+    assert plain == TaskInput(question="q")
+
+
+def earlier() -> AgentDispatchResponse:
+    return AgentDispatchResponse(
+        agent="a", task_id="T1", status=ExecutionStatus.COMPLETED, summary="s", output={"n": 1}
+    )
 
 
 def test_no_agent_reads_what_its_task_carries_from_the_question() -> None:
