@@ -11,12 +11,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from _helpers.commercial import load_table
 from concerto.agents.base import AgentFailure
 from concerto.packs.commercial import causal_dowhy, causal_methods, causal_refute
 from concerto.packs.commercial.causal_impact import CausalImpactAgent
 from concerto.packs.commercial.data import truth
-
-from .conftest import load_table
 
 QUESTION = "What's the impact of increased sampling on Kisqali prescriptions?"
 

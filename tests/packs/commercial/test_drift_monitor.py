@@ -10,13 +10,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+from _helpers.commercial import load_table
 from concerto.agents.base import AgentFailure
 from concerto.data.store import Store
 from concerto.packs.commercial import drift_methods as dm
 from concerto.packs.commercial.data import truth
 from concerto.packs.commercial.drift_monitor import DriftMonitorAgent
-
-from .conftest import load_table
 
 
 def _by_feature(output: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -12,12 +12,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from _helpers.commercial import load_table
 from concerto.agents.base import AgentFailure
 from concerto.packs.commercial import data
 from concerto.packs.commercial.decompose import shapley3, split_change
 from concerto.packs.commercial.gap_analyzer import GapAnalyzerAgent
-
-from .conftest import load_table
 
 
 @cache

@@ -10,12 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from _helpers.commercial import load_table
 from concerto.agents.base import AgentFailure
 from concerto.packs.commercial import cate_methods as cm
 from concerto.packs.commercial.data import BRANDS, truth
 from concerto.packs.commercial.heterogeneous_optimizer import HeterogeneousOptimizerAgent
-
-from .conftest import load_table
 
 Agent = HeterogeneousOptimizerAgent
 

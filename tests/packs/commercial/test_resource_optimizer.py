@@ -14,11 +14,10 @@ import pytest
 from scipy.optimize import minimize
 from threadpoolctl import threadpool_limits
 
+from _helpers.commercial import load_table
 from concerto.agents.base import AgentFailure
 from concerto.packs.commercial import data, response_curves
 from concerto.packs.commercial.resource_optimizer import ResourceOptimizerAgent, money, read_request
-
-from .conftest import load_table
 
 QUESTION = "How should we allocate the promotion budget across channels?"
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from _helpers.metrics import context_for, metrics_settings
 from _services.ports import dead_url
 from _services.prometheus import LocalPrometheus
 from concerto.agents.base import AgentFailure
@@ -20,8 +21,6 @@ from concerto.contracts.common import ErrorKind
 from concerto.nlp.embeddings import Embedder
 from concerto.packs.metrics.agent import MetricsAgent
 from concerto.settings import Settings
-
-from .conftest import context_for, metrics_settings
 
 TOKEN = "glsa_test_token"
 
