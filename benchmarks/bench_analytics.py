@@ -416,8 +416,8 @@ class Backend:
         self.label = label
         self.url = database_url
         self.data_dir = data_dir
-        data = DataSettings(database_url=database_url, data_max_file_mb=16384)  # default 10 s query limit
-        self.orchestrator = Orchestrator(Settings().using(data))
+        data = DataSettings(data_max_file_mb=16384)  # default 10 s query limit
+        self.orchestrator = Orchestrator(Settings(database_url=database_url).using(data))
         self.store = store_for(self.orchestrator.settings, self.orchestrator.resources)
         self.loads: dict[str, float] = {}
         self._plain: Any = None
@@ -623,7 +623,7 @@ def phase_targets() -> list[tuple[Any, str, str]]:
     from concerto.data import store as store_module
     from concerto.data.duckdb_store import DuckDBStore
     from concerto.data.postgres_store import PostgresStore
-    from concerto.orchestrator.events import EventLog
+    from concerto.orchestrator.log import EventLog
     from concerto.orchestrator.router import Router
     from concerto.packs.analytics import _base
     from concerto.packs.analytics._base import AnalyticsAgent

@@ -62,7 +62,7 @@ class Runner:
         import pyarrow.parquet as pq
 
         from concerto.data.context import ProfileOverrides
-        from concerto.packs.commercial.data import PROFILES
+        from concerto.packs.commercial.base.data import PROFILES
 
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / f"{name}.parquet"
@@ -82,14 +82,14 @@ class Runner:
 
 
 def hcps_for(rows: int) -> int:
-    from concerto.packs.commercial.data import BRANDS, MONTHS
+    from concerto.packs.commercial.base.data import BRANDS, MONTHS
 
     return max(rows // (len(BRANDS) * MONTHS), 20)
 
 
 async def sizes_table(sizes: list[int]) -> list[str]:
     """Seconds per agent at each size (one run each, after one warm-up run at the first size)."""
-    from concerto.packs.commercial.data import generate
+    from concerto.packs.commercial.base.data import generate
 
     lines = ["| agent | " + " | ".join(f"{n:,} rows" for n in sizes) + " |", "|---" * (len(sizes) + 1) + "|"]
     times: dict[str, list[str]] = {a: [] for a in QUESTIONS}
@@ -127,7 +127,7 @@ def _refutation_time(output: dict[str, Any]) -> str:
 
 async def coverage(seeds: int) -> list[str]:
     """The causal and CATE intervals against the truth planted with each seed."""
-    from concerto.packs.commercial.data import generate
+    from concerto.packs.commercial.base.data import generate
 
     ate_err, ate_cover, naive_err, cate_cover, cate_total, widths = [], 0, [], 0, 0, []
     with tempfile.TemporaryDirectory(prefix="bench-coverage-") as tmp:
@@ -167,7 +167,7 @@ def side_by_side(causal_venv: Path | None) -> list[str]:
     """One 10k-row panel: Concerto's agent, a hand-written statsmodels OLS, and DoWhy."""
     import pyarrow.parquet as pq
 
-    from concerto.packs.commercial.data import generate
+    from concerto.packs.commercial.base.data import generate
 
     made = generate(hcps_per_brand=hcps_for(10_000))
     lines = ["| implementation | estimate | 95 % interval | seconds |", "|---|---|---|---|"]

@@ -373,7 +373,7 @@ async def _measure(
     """The data set loaded into `data_dir`, then the backends opened on `stack` and measured in turn
     (all open at once, so that what else runs on this shared machine falls on all alike)."""
     from concerto.orchestrator.engine import Orchestrator
-    from concerto.packs.commercial.data import generate
+    from concerto.packs.commercial.base.data import generate
     from concerto.settings import Settings
 
     started = time.perf_counter()

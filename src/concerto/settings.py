@@ -187,6 +187,14 @@ class Settings(_ConcertoSettings):
         200_000, ge=100, description="Rows of the event log (and of conversation turns) kept, newest first"
     )
 
+    # Storage (concerto.store; docs/scale-out.md)
+    database_url: SecretStr | None = Field(
+        None,
+        description="PostgreSQL URL, e.g. postgresql://user:pw@host/db: the shared log (schema concerto_log: "
+        "events, runs, conversations, A2A tasks) and loaded tables (schema concerto); default: events.sqlite "
+        "and DuckDB files in the data dir",
+    )
+
     # Scale-out (docs/scale-out.md)
     executor: Literal["local", "ray"] = Field(
         "local", description="Where agents that declare `remote` run: in this process, or on a Ray cluster"

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 from concerto.contracts.orchestrator import OrchestratorErrorResponse, OrchestratorOutput
-from concerto.data.settings import DataSettings
 from concerto.nlp.embeddings import Embedder
 from concerto.orchestrator.engine import Orchestrator
 from concerto.resources import Resources
@@ -20,9 +19,8 @@ ANALYTICS = (
 
 
 def make_orchestrator(data_dir: Path, embedder: Embedder, database_url: str | None = None, **core: Any) -> Orchestrator:
-    settings = Settings(data_dir=data_dir, agents=core.pop("agents", ANALYTICS), store_events=False, **core)
-    if database_url:
-        settings = settings.using(DataSettings(database_url=database_url))
+    agents = core.pop("agents", ANALYTICS)
+    settings = Settings(data_dir=data_dir, agents=agents, store_events=False, database_url=database_url, **core)
     resources = Resources(settings)
     resources.put("embedder", embedder)
     return Orchestrator(settings, resources=resources)

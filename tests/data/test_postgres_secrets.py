@@ -12,7 +12,7 @@ import pytest
 from _services.ports import free_port
 from concerto.data.postgres_store import PostgresStore
 from concerto.data.store import QueryFailed
-from concerto.orchestrator.log import LogUnavailable, PostgresLog
+from concerto.store import LogUnavailable, PostgresDatabase
 
 PASSWORD = "s3cret-PASSWORD"
 URLS = {
@@ -34,7 +34,7 @@ def test_store_connection_errors_do_not_show_the_password(case: str) -> None:
 
 @pytest.mark.parametrize("case", URLS)
 def test_log_connection_errors_do_not_show_the_password(case: str) -> None:
-    log = PostgresLog(URLS[case])
+    log = PostgresDatabase(URLS[case])
     with pytest.raises(LogUnavailable, match=r"cannot be reached|failed") as caught:
         log.ping()
     assert "s3cret" not in str(caught.value) + log.where

@@ -25,7 +25,6 @@ from _services.postgres import Postgres
 from concerto.agents.loader import Packs
 from concerto.agents.registry import AgentRegistry
 from concerto.data.pack import pack as data_pack
-from concerto.data.settings import DataSettings
 from concerto.orchestrator.engine import Orchestrator
 from concerto.server.app import create_app
 from concerto.settings import Settings
@@ -34,9 +33,9 @@ SOURCES = "/v1/data/sources"
 SALES = b"region,amount,product\nNorth,10.5,a\nSouth,20,b\nNorth,5,c\nEast,7.25,a\nSouth,1,b\n"
 
 
-def _app(data_dir: Path, *sections: DataSettings) -> Any:
+def _app(data_dir: Path, database_url: str | None = None) -> Any:
     """The app with only the data pack (its routes) and no agents."""
-    settings = Settings(data_dir=data_dir, store_events=False).using(*sections)
+    settings = Settings(data_dir=data_dir, store_events=False, database_url=database_url)
     orchestrator = Orchestrator(settings, registry=AgentRegistry(), packs=Packs([data_pack]))
     return create_app(orchestrator=orchestrator)
 
@@ -67,11 +66,11 @@ def refused(response: Any, status: int) -> str:
 
 @pytest.fixture(params=["duckdb", "postgres"])
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[TestClient]:
-    sections = []
+    url = None
     if request.param == "postgres":
         server: Postgres = request.getfixturevalue("postgres")
-        sections.append(DataSettings(database_url=server.url))
-    with TestClient(_app(tmp_path, *sections)) as c:
+        url = server.url
+    with TestClient(_app(tmp_path, url)) as c:
         yield c
         for source in c.get(SOURCES).json():  # the PostgreSQL cluster is shared by the session
             c.delete(f"{SOURCES}/{source['name']}")
@@ -288,7 +287,7 @@ def test_unknown_names_are_404_with_the_loaded_ones(client: TestClient) -> None:
 
 
 def test_a_store_that_cannot_be_used_is_503(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    down = DataSettings(database_url="postgresql://concerto@127.0.0.1:1/none")
+    down = "postgresql://concerto@127.0.0.1:1/none"
     with TestClient(_app(tmp_path, down)) as c:
         r = c.get(SOURCES)
         assert r.status_code == 503 and "cannot connect to PostgreSQL" in r.json()["error_message"]

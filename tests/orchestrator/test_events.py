@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 
 from concerto.contracts.events import EventType, QueryState
-from concerto.orchestrator.events import EventLog, EventStream
+from concerto.orchestrator.events import EventStream
+from concerto.orchestrator.log import EventLog
 
 
 def test_memory_is_bounded() -> None:

@@ -420,8 +420,8 @@ async def test_the_tasks_are_pruned_by_age_and_by_rows(tmp_path: Path) -> None:
     from a2a.server.context import ServerCallContext
     from a2a.types import TaskStatus, TaskStatusUpdateEvent
 
-    from concerto.orchestrator.log import open_log
     from concerto.protocols.a2a_tasks import EVENTS_PER_TASK, Tasks
+    from concerto.store import open_database
 
     settings = Settings(data_dir=tmp_path, events_max_rows=4 * EVENTS_PER_TASK, events_max_age_days=1)
     tasks = Tasks()
@@ -434,7 +434,7 @@ async def test_the_tasks_are_pruned_by_age_and_by_rows(tmp_path: Path) -> None:
             TaskStatusUpdateEvent(task_id=f"t{n}", status=status),
         )
         await tasks.store.save(task, event=event, prev=None, prev_version=TaskVersion.MISSING, context=call)
-    shared = open_log(settings)
+    shared = open_database(settings)
     ages = [3, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1]  # days: the first is too old, the second one task too many
     aged = [(time.time() - age * 86_400, f"t{n}") for n, age in enumerate(ages)]
     shared.transaction(lambda x: x("UPDATE a2a_tasks SET updated = ? WHERE task_id = ?", aged, many=True), write=True)

@@ -21,8 +21,8 @@ from concerto.agents.base import AgentContext
 from concerto.agents.loader import load_registry
 from concerto.agents.registry import AgentRegistry
 from concerto.orchestrator.engine import Orchestrator
-from concerto.orchestrator.log import StoredRun, open_log
 from concerto.server.app import create_app
+from concerto.server.log import ServerLog, StoredRun
 from concerto.settings import Settings
 from concerto.testing import fake_agent
 
@@ -89,7 +89,7 @@ def test_a_run_whose_process_stopped_answering_is_reported_failed(serve: Serve, 
     client = serve()
     long_ago = time.time() - 600
     stale = StoredRun(run_id="lost", query_id="lost", created=long_ago, updated=long_ago)
-    open_log(Settings(data_dir=tmp_path)).save_run(stale)
+    ServerLog.of(Settings(data_dir=tmp_path)).save_run(stale)
     status = client.get("/v1/runs/lost").json()
     assert status["status"] == "failed"
     assert "not been heard from" in status["result"]["error_message"]

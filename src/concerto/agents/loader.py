@@ -157,7 +157,13 @@ class Packs:
                 self.fail(pack.name, "discover", exc)
                 continue
             found += [cls for cls in classes if self.selection.allows(cls.info, pack.name)]
+            self._pack_of.update(dict.fromkeys(classes, pack.name))
         return found
+
+    def serving(self, registry: AgentRegistry) -> list[Pack]:
+        """The packs with an agent in `registry` (static or discovered), in load order."""
+        names = {self._pack_of.get(registry.get(name)) for name in registry.names()}
+        return [pack for pack in self.packs if pack.name in names]
 
     def intent_files(self) -> list[Path]:
         return [Path(path) for pack in self.packs for path in pack.intents]

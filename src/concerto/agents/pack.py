@@ -49,6 +49,10 @@ class Pack:
     - `static`: URL path → directory served as static files by `concerto serve`.
     - `mcp_servers`: name → a function `(host, port) -> FastMCP` that `concerto mcp serve
       NAME` runs.
+    - `warm_up`: a function of no arguments, sync or async, that `concerto serve` runs in the
+      background as it starts when one of the pack's agents is loaded: imports its agents'
+      first question would otherwise make while its events stream (the city pack's: the MCP
+      SDK). Only a head start: a failure is logged.
     """
 
     name: str
@@ -61,6 +65,7 @@ class Pack:
     routes: Sequence[Ref] = ()
     static: Mapping[str, Path] = field(default_factory=dict)
     mcp_servers: Mapping[str, Ref] = field(default_factory=dict)
+    warm_up: Ref | None = None
 
     def __post_init__(self) -> None:
         if not NAME.match(self.name):

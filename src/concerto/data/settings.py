@@ -1,18 +1,16 @@
-"""Settings of the data-source layer: where tables live and the limits every query runs under."""
+"""Settings of the data-source layer: the limits every query and load runs under."""
 
 from __future__ import annotations
 
-from pydantic import Field, SecretStr
+from pydantic import Field
 
 from concerto.settings import PackSettings
 
 
 class DataSettings(PackSettings):
-    """Read from `CONCERTO_DATABASE_URL` and `CONCERTO_DATA_*`."""
+    """Read from `CONCERTO_DATA_*`. Where tables live (`CONCERTO_DATABASE_URL`) is a core setting
+    (`Settings.database_url`), shared with the store of the shared log."""
 
-    database_url: SecretStr | None = Field(
-        None, description="PostgreSQL URL for loaded tables, e.g. postgresql://user:pw@host/db (default: DuckDB files)"
-    )
     data_max_file_mb: int = Field(
         1024,
         ge=1,

@@ -41,10 +41,10 @@ def store_for(settings: Settings, resources: Resources | None = None) -> Store:
             "embedder": _embedder(resources),
             "embed_max_values": data.data_embed_max_values,
         }
-        if data.database_url:
+        if settings.database_url:
             from concerto.data.postgres_store import PostgresStore
 
-            return PostgresStore(data.database_url.get_secret_value(), **limits)
+            return PostgresStore(settings.database_url.get_secret_value(), **limits)
         from concerto.data.duckdb_store import DuckDBStore
 
         return DuckDBStore(Path(settings.data_dir) / "sources", **limits)

@@ -29,10 +29,11 @@ from concerto.contracts.orchestrator import (
 )
 from concerto.contracts.plan import AgentTask
 from concerto.llm.base import LLMClient, Usage
-from concerto.orchestrator.events import EventLog, EventStream, elapsed_ms
+from concerto.orchestrator.events import EventStream, elapsed_ms
 from concerto.orchestrator.executor import Executor, Runner
 from concerto.orchestrator.first_use import FirstUseWork
 from concerto.orchestrator.intents import load_intents
+from concerto.orchestrator.log import EventLog
 from concerto.orchestrator.planner import PlanError, Planner
 from concerto.orchestrator.router import RouteDecision, Router
 from concerto.orchestrator.semantic import SemanticIndex

@@ -1,4 +1,5 @@
-"""Per-query event stream: bounded in memory, fan-out to live subscribers, optional storage.
+"""Per-query event stream: bounded in memory, fan-out to live subscribers (stored by the
+event log, `concerto.orchestrator.log`).
 
 Emitting is synchronous and cheap (no await) so that every step can be made visible
 without slowing the executor; subscribers read through bounded queues and lose the
@@ -11,15 +12,10 @@ import asyncio
 import time
 from collections import deque
 from collections.abc import AsyncIterator
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from concerto.contracts.events import Event, EventType, QueryState
-from concerto.orchestrator.log import Log, SqliteLog, open_log
 from concerto.redact import scrub, scrub_data
-
-if TYPE_CHECKING:
-    from concerto.settings import Settings
 
 _CLOSED = object()
 
@@ -116,33 +112,6 @@ def _put_dropping_oldest(queue: asyncio.Queue[Any], item: Any) -> None:
     if queue.full():
         queue.get_nowait()
     queue.put_nowait(item)
-
-
-class EventLog:
-    """Every question's events in the shared log (`concerto.orchestrator.log`): `events.sqlite`
-    in the data dir, or PostgreSQL when `CONCERTO_DATABASE_URL` is set; the database log of
-    DESIGN. Bounded by age and rows (`CONCERTO_EVENTS_MAX_AGE_DAYS`, `CONCERTO_EVENTS_MAX_ROWS`)."""
-
-    def __init__(self, where: Path | Log) -> None:
-        self.log = where if isinstance(where, Log) else SqliteLog(where)
-
-    @classmethod
-    def of(cls, settings: Settings) -> EventLog:
-        """The configured log (one per process and location, so connections are reused)."""
-        return cls(open_log(settings))
-
-    def write(self, events: list[Event]) -> None:
-        """Append a query's events in one transaction."""
-        self.log.write_events(events)
-
-    def write_soon(self, events: list[Event]) -> None:
-        """Append a query's events from the log's writer thread, without waiting (the engine's
-        way: a slow database never holds up the event loop)."""
-        self.log.write_events_soon(events)
-
-    def read(self, query_id: str | None = None, limit: int = 200) -> list[Event]:
-        """The events of one query, or the most recent ones."""
-        return self.log.events(query_id) if query_id else self.log.recent_events(limit)
 
 
 def elapsed_ms(start: float) -> float:

@@ -9,7 +9,7 @@ and JSON bodies only. It needs no SDK, so the routes that say the `a2a` extra is
   `{"error": {"code": 401, "status": "UNAUTHENTICATED", "message": ...}}` (google.rpc.Status).
 
 Each route is a `JsonRpcRoute` or a `RestRoute`, whose `refusal` the server's edge finds
-(`concerto.server.routes.OwnErrors`) for a wrong host or token, another site's page or a body
+(`concerto.server.lookup.OwnErrors`) for a wrong host or token, another site's page or a body
 over the limit (docs/security.md).
 """
 

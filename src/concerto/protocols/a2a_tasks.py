@@ -73,7 +73,7 @@ from a2a.utils.proto_utils import to_stream_response
 from a2a.utils.task import ListTasksCursor, decode_list_tasks_cursor, decode_page_token, encode_list_tasks_cursor
 from google.protobuf import json_format
 
-from concerto.orchestrator.log import Exec, Limits, Log, LogConflict, LogUnavailable, open_log
+from concerto.store import Database, Exec, Limits, LogConflict, LogUnavailable, open_database
 
 if TYPE_CHECKING:
     from concerto.settings import Settings
@@ -115,7 +115,7 @@ class Tasks:
     def __init__(self) -> None:
         self.store = LogTaskStore(self)
         self.stream = LogTaskEventStream(self)
-        self._log: Log | None = None
+        self._log: Database | None = None
         self._created = False
         self.running: set[str] = set()  # the tasks this process is running
         self.heartbeat_s, self.stale_s = HEARTBEAT_S, STALE_S
@@ -123,18 +123,18 @@ class Tasks:
 
     def configure(self, settings: Settings) -> None:
         """Where the tasks are: the settings' log (its tables are created on first use)."""
-        self._log = open_log(settings)
+        self._log = open_database(settings)
 
     async def run(self, work: Callable[[Exec], T], *, write: bool) -> T:
         """`work` in one transaction on the log (in a thread); the database's failure as the
         protocol's internal error naming where it is."""
-        return await self._on_log(functools.partial(Log.transaction, work=work, write=write))
+        return await self._on_log(functools.partial(Database.transaction, work=work, write=write))
 
     async def prune(self) -> None:
         """Prune the log now (the A2A tables with it), as it does by itself as it is written."""
-        await self._on_log(Log.prune)
+        await self._on_log(Database.prune)
 
-    async def _on_log(self, call: Callable[[Log], T]) -> T:
+    async def _on_log(self, call: Callable[[Database], T]) -> T:
         """`call(log)` in a thread, the tables (and their pruning) made first."""
         if self._log is None:
             raise InternalError(message="the A2A task store is used before the app started")

@@ -9,7 +9,7 @@ Three checks, in this order, before any route runs or any byte of the body is re
 2. **Cross-site.** When a browser says a request comes from another site
    (`Sec-Fetch-Site: cross-site` or `same-site`: another port of localhost is the same
    site), only a link to a page passes: a top-level GET navigation to a page (`/`, `/docs`,
-   their static files: `server/routes.py` says what a page is). Frames, images, scripts,
+   their static files: `server/lookup.py` says what a page is). Frames, images, scripts,
    fetches, any other method, and a link to anything else (`/v1/ask/stream?q=...` runs a
    question) are refused with 403. A request that can change something (any method but GET,
    HEAD and OPTIONS) is also refused when its `Origin` is not this server's (for browsers
@@ -54,7 +54,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocketClose
 
 from concerto.server.errors import refusal, too_large
-from concerto.server.routes import is_page, route_for
+from concerto.server.lookup import is_page, route_for
 from concerto.settings import Settings
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})

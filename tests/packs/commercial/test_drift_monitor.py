@@ -13,9 +13,9 @@ import pytest
 from _helpers.commercial import load_table
 from concerto.agents.base import AgentFailure
 from concerto.data.store import Store
-from concerto.packs.commercial import drift_methods as dm
-from concerto.packs.commercial.data import truth
-from concerto.packs.commercial.drift_monitor import DriftMonitorAgent
+from concerto.packs.commercial.base.data import truth
+from concerto.packs.commercial.drift_monitor.agent import DriftMonitorAgent
+from concerto.packs.commercial.methods import drift as dm
 
 
 def _by_feature(output: dict[str, Any]) -> dict[str, dict[str, Any]]:

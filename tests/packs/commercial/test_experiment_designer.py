@@ -14,8 +14,8 @@ from statsmodels.stats.proportion import proportion_effectsize
 
 from _helpers.commercial import load_table
 from concerto.agents.base import AgentFailure
-from concerto.packs.commercial.data import generate
-from concerto.packs.commercial.experiment_designer import ExperimentDesignerAgent
+from concerto.packs.commercial.base.data import generate
+from concerto.packs.commercial.experiment_designer.agent import ExperimentDesignerAgent
 
 Agent = ExperimentDesignerAgent
 

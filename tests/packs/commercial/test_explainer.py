@@ -11,7 +11,7 @@ import pytest
 from concerto.agents.base import AgentContext, AgentFailure
 from concerto.contracts.handoff import OrchestratorSynthesis
 from concerto.contracts.orchestrator import OrchestratorInput
-from concerto.packs.commercial.explainer import ExplainerAgent
+from concerto.packs.commercial.explainer.agent import ExplainerAgent
 from concerto.resources import Resources
 from concerto.settings import Settings
 from concerto.testing import ScriptedLLM

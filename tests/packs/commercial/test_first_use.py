@@ -7,8 +7,8 @@ from pathlib import Path
 
 from concerto.contracts.orchestrator import OrchestratorInput
 from concerto.data.sources import store_for
-from concerto.packs.commercial.causal_impact import CausalImpactAgent
-from concerto.packs.commercial.resource_optimizer import ResourceOptimizerAgent
+from concerto.packs.commercial.causal_impact.agent import CausalImpactAgent
+from concerto.packs.commercial.resource_optimizer.agent import ResourceOptimizerAgent
 from concerto.resources import Resources
 from concerto.settings import Settings
 

@@ -14,9 +14,9 @@ import pytest
 
 from _helpers.commercial import load_table
 from concerto.agents.base import AgentFailure
-from concerto.packs.commercial import data
-from concerto.packs.commercial.decompose import shapley3, split_change
-from concerto.packs.commercial.gap_analyzer import GapAnalyzerAgent
+from concerto.packs.commercial.base import data
+from concerto.packs.commercial.gap_analyzer.agent import GapAnalyzerAgent
+from concerto.packs.commercial.methods.decompose import shapley3, split_change
 
 
 @cache

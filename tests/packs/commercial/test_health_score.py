@@ -13,8 +13,9 @@ import pytest
 from _helpers.commercial import load_table
 from concerto.agents.base import AgentFailure
 from concerto.data.store import Store
-from concerto.packs.commercial.data import truth
-from concerto.packs.commercial.health_score import WEIGHTS, HealthScoreAgent
+from concerto.packs.commercial.base.data import truth
+from concerto.packs.commercial.health_score.agent import HealthScoreAgent
+from concerto.packs.commercial.health_score.components import WEIGHTS
 
 
 async def test_built_in_components_reflect_the_plant(run_agent: Any) -> None:

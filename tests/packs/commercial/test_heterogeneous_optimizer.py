@@ -12,9 +12,9 @@ import pytest
 
 from _helpers.commercial import load_table
 from concerto.agents.base import AgentFailure
-from concerto.packs.commercial import cate_methods as cm
-from concerto.packs.commercial.data import BRANDS, truth
-from concerto.packs.commercial.heterogeneous_optimizer import HeterogeneousOptimizerAgent
+from concerto.packs.commercial.base.data import BRANDS, truth
+from concerto.packs.commercial.heterogeneous_optimizer.agent import HeterogeneousOptimizerAgent
+from concerto.packs.commercial.methods import cate as cm
 
 Agent = HeterogeneousOptimizerAgent
 

@@ -16,7 +16,7 @@ from concerto.contracts.handoff import AgentToOrchestrator, result_yaml
 from concerto.contracts.orchestrator import OrchestratorErrorResponse, OrchestratorOutput
 from concerto.nlp.embeddings import default_embedder
 from concerto.orchestrator.engine import Orchestrator
-from concerto.packs.commercial.data import truth
+from concerto.packs.commercial.base.data import truth
 from concerto.resources import Resources
 from concerto.settings import Settings
 

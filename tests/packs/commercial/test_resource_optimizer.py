@@ -16,8 +16,10 @@ from threadpoolctl import threadpool_limits
 
 from _helpers.commercial import load_table
 from concerto.agents.base import AgentFailure
-from concerto.packs.commercial import data, response_curves
-from concerto.packs.commercial.resource_optimizer import ResourceOptimizerAgent, money, read_request
+from concerto.packs.commercial.base import data
+from concerto.packs.commercial.methods import response_curves
+from concerto.packs.commercial.resource_optimizer.agent import ResourceOptimizerAgent
+from concerto.packs.commercial.resource_optimizer.reading import money, read_request
 
 QUESTION = "How should we allocate the promotion budget across channels?"
 
@@ -316,7 +318,7 @@ async def test_bad_columns(run_agent: Any, payload: dict[str, Any], error_type: 
 def test_read_request_phrases() -> None:
     class FakeWork:
         def __init__(self, text: str) -> None:
-            from concerto.packs.commercial.data import PROFILES
+            from concerto.packs.commercial.base.data import PROFILES
 
             self.request = text
             self.payload: dict[str, Any] = {}

@@ -56,3 +56,16 @@ def test_query_command(runner: CliRunner) -> None:
     )
     result = runner.invoke(kpi, ["query", "kpi-attrition-rate month-2025-05-01"])
     assert result.exit_code == 1 and "invalid_format" in result.output
+
+
+def test_the_commands_use_no_test_helper() -> None:
+    """`concerto.testing` is for tests and users' fakes: `kpi query` builds the agent's context
+    from the core's own types."""
+    import ast
+
+    from concerto.packs.kpi import cli
+
+    tree = ast.parse(Path(str(cli.__file__)).read_text(encoding="utf-8"))
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    assert not {m for m in imported if m and (m == "concerto.testing" or m.startswith("concerto.testing."))}

@@ -16,4 +16,5 @@ pack = Pack(
         "datetime": "concerto.packs.city.servers:datetime_server",
         "echo": "concerto.packs.city.servers:echo_server",
     },
+    warm_up="concerto.mcp.client:preload_sdk",  # its agents start their MCP servers on first use
 )

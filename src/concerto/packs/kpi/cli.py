@@ -134,12 +134,21 @@ def query(question: str, now: str | None) -> None:
     """
     import asyncio
 
-    from concerto.agents.base import AgentFailure
+    from concerto.agents.base import AgentContext, AgentFailure
+    from concerto.contracts.orchestrator import OrchestratorInput
     from concerto.packs.kpi.agent import KPIAgent
-    from concerto.testing import make_context
+    from concerto.resources import Resources
+    from concerto.settings import Settings
 
     clock = datetime.fromisoformat(now) if now else datetime.now(UTC)
-    context = make_context(question, now=clock, agent="kpi")
+    settings = Settings()
+    context = AgentContext(
+        query=OrchestratorInput(query=question),
+        now=clock,
+        settings=settings,
+        resources=Resources(settings),
+        agent="kpi",
+    )
     agent = KPIAgent(context.settings, context.resources)
 
     async def answer() -> dict[str, object]:

@@ -19,6 +19,7 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
 from starlette.exceptions import HTTPException
 
+from concerto.contracts.clock import Now
 from concerto.contracts.orchestrator import (
     BLANK,
     MAX_QUERY_CHARS,
@@ -27,7 +28,6 @@ from concerto.contracts.orchestrator import (
     OrchestratorOutput,
     encodable,
 )
-from concerto.server.app import Now
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +96,7 @@ EDGE_CODES = {401: "invalid_api_key"}  # what OpenAI itself answers a wrong key 
 class OpenAIRoute(APIRoute):
     """A route whose refusals, malformed bodies and own faults are answered in OpenAI's error
     shape rather than by the app's handlers (Concerto's error contract); the server's edge
-    finds `refusal` on it (`concerto.server.routes.OwnErrors`) and answers in the same shape."""
+    finds `refusal` on it (`concerto.server.lookup.OwnErrors`) and answers in the same shape."""
 
     def refusal(self, status: int, message: str) -> Response:
         """A request refused before the route ran (a wrong host or token, another site's page,

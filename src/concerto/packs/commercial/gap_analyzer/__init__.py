@@ -1,0 +1,1 @@
+"""`gap_analyzer`: the agent (`agent`), how it reads a question (`reading`), how it words the answer (`wording`)."""

@@ -1,0 +1,2 @@
+"""`heterogeneous_optimizer`: the agent (`agent`), how it reads a question (`reading`), how it words the answer
+(`wording`)."""
