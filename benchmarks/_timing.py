@@ -1,4 +1,4 @@
-"""Timing helpers shared by the benchmarks (run as scripts, so this folder is on sys.path)."""
+"""Timing helpers shared by the benchmarks (`benchmarks._timing`)."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ each answer against expectations computed independently in pandas:
 - routed: the expected agent (or an alternative the question lists) was invoked;
 - right: routed, that agent completed, and every check of the question passes on its output.
 
-    .venv/bin/python benchmarks/bench_accuracy.py [--backend duckdb|postgres|both]
+    .venv/bin/python -m benchmarks.bench_accuracy [--backend duckdb|postgres|both]
         [--output benchmarks/results/accuracy.md] [--only ID,ID] [--agent NAME] [--show] [--dump FILE]
 
 PostgreSQL: a throwaway cluster from tests/_services/postgres.py (Debian's `postgresql`).
@@ -36,25 +36,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from benchmarks.accuracy import datasets as ds  # the data sets and their expected answers
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-
-
-def _load_datasets() -> Any:
-    """benchmarks/accuracy/datasets.py, under a name of its own (no clash with a `datasets` package)."""
-    import importlib.util
-
-    name = "concerto_accuracy_datasets"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, HERE / "accuracy" / "datasets.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-ds = _load_datasets()
 
 AGENTS = [
     "sql_analytics",
@@ -678,9 +663,7 @@ def run_backend(
     root = Path(tempfile.mkdtemp(prefix=f"concerto-accuracy-{backend}-"))
     try:
         if backend == "postgres":
-            if str(ROOT / "tests") not in sys.path:
-                sys.path.insert(0, str(ROOT / "tests"))  # the test suite's throwaway PostgreSQL
-            from _services.postgres import running_postgres
+            from tests._services.postgres import running_postgres
 
             with running_postgres() as pg, clean_environment(root / "data", pg.url, agents):
                 return asyncio.run(ask_all(questions, root / "data", backend, progress=progress))
@@ -940,7 +923,7 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"   ✗ {reason}")
                 for rows in o.rows[:3]:
                     print("   rows " + " ".join(compact(r, 8) for r in rows[:4]))
-    command = "python benchmarks/bench_accuracy.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = "python -m benchmarks.bench_accuracy " + " ".join(argv if argv is not None else sys.argv[1:])
     text = report(runs, questions, command.strip(), seconds, args.packs)
     if args.output:
         args.output.parent.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,6 @@
 """Analytics pack benchmark (issue 14): load rate, agent overhead over hand-typed SQL, latency.
 
-Run: .venv/bin/python benchmarks/bench_analytics.py [--rows 1000000] [--big-rows 10000000]
+Run: .venv/bin/python -m benchmarks.bench_analytics [--rows 1000000] [--big-rows 10000000]
      [--runs 20] [--big-runs 10] [--mix-runs 20] [--no-postgres] [--out benchmarks/results/analytics.md]
 
 About 10 minutes on 2 cores; needs Debian's `postgresql` package (as the tests do) unless
@@ -43,10 +43,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _timing import percentile
+
+from benchmarks._timing import percentile
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))  # the suite's service starters
 
 MONTHS = 50
 START = date(2021, 1, 1)
@@ -850,7 +850,7 @@ def report(
     load_avg: tuple[float, float],
 ) -> str:
     given = [a for a in sys.argv[1:] if not a.startswith("--out") and a != str(args.out)]
-    command = " ".join([".venv/bin/python benchmarks/bench_analytics.py", *given])
+    command = " ".join([".venv/bin/python -m benchmarks.bench_analytics", *given])
     lines = [
         "# Analytics pack benchmark (issue 14)",
         "",
@@ -979,7 +979,7 @@ def main() -> None:
     with contextlib.ExitStack() as stack:
         pg_url = None
         if not args.no_postgres:
-            from _services.postgres import running_postgres
+            from tests._services.postgres import running_postgres
 
             pg = stack.enter_context(running_postgres())
             pg_url = pg.url

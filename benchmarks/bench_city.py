@@ -1,6 +1,6 @@
 """City pack benchmarks (issue 4): MCP transports, MCP overhead, parallel vs sequential.
 
-Run: .venv/bin/python benchmarks/bench_city.py [--n 30] [--output benchmarks/results/city.md]
+Run: .venv/bin/python -m benchmarks.bench_city [--n 30] [--output benchmarks/results/city.md]
 
 1. A datetime question end to end through the `Orchestrator` (router, planner,
    executor, synthesizer), warm, with the datetime MCP server over stdio and over
@@ -22,7 +22,6 @@ import os
 import platform
 import statistics
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -31,10 +30,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from _timing import timed
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the suite's service starters
-from _services.mcp import start_http_server
+from benchmarks._timing import timed
+from tests._services.mcp import start_http_server
 
 NOW = datetime(2025, 3, 9, 8, 0, tzinfo=UTC)
 CITIES = ["Chicago", "Denver", "Boston", "Miami", "Phoenix", "Honolulu", "Seattle", "Austin",
@@ -270,7 +267,7 @@ NOTES = """
 
 def report(table: str, n: int) -> str:
     """The Markdown section for BENCHMARKS.md: command, table, what the rows mean."""
-    command = ".venv/bin/python benchmarks/bench_city.py" + (f" --n {n}" if n != 30 else "")
+    command = ".venv/bin/python -m benchmarks.bench_city" + (f" --n {n}" if n != 30 else "")
     return f"## City pack (issue 4)\n\nCommand: `{command}`\n\n{table}\n{NOTES}"
 
 

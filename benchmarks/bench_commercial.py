@@ -9,7 +9,7 @@ the source `commercial` of a fresh data dir, and every agent runs on it as the e
 would run it (its `run`, task and context), so the time includes reading the columns
 out of DuckDB.
 
-    .venv/bin/python benchmarks/bench_commercial.py [--sizes 10000,100000,1000000] [--seeds 50]
+    .venv/bin/python -m benchmarks.bench_commercial [--sizes 10000,100000,1000000] [--seeds 50]
         [--causal-venv /tmp/venv-causal] [--output benchmarks/results/commercial.md]
 """
 
@@ -323,7 +323,7 @@ def main() -> None:
     parser.add_argument("--output", type=Path, default=ROOT / "benchmarks" / "results" / "commercial.md")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
-    command = " ".join(["python benchmarks/bench_commercial.py", *sys.argv[1:]])
+    command = " ".join(["python -m benchmarks.bench_commercial", *sys.argv[1:]])
     machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
     parts = set(args.parts.split(","))
     measured = {

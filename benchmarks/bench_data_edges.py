@@ -15,7 +15,7 @@ revision, extracted with `git archive`), each in its own processes.
    workbook just within the unpacked limit (58 MB), the wide CSV, a 1M-row CSV (about 150 MB),
    and a 12-byte CSV (also the size of its database file). Goal: each ≤ 256 MB.
 
-    .venv/bin/python benchmarks/bench_data_edges.py [--baseline REF] [--questions 60]
+    .venv/bin/python -m benchmarks.bench_data_edges [--baseline REF] [--questions 60]
         [--baseline-questions 6] [--out benchmarks/results/data_edges.md]
 """
 
@@ -36,16 +36,13 @@ from typing import Any
 
 import httpx
 
+from benchmarks._timing import percentile
+from benchmarks.bench_kpi_load import extract_src
+from tests._helpers.workbooks import bomb, workbook
+from tests._services.memory import peak_growth
+from tests._services.serve import running_serve
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))  # the workbooks the tests make, and `concerto serve` as tests start it
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _timing import percentile  # noqa: E402
-from bench_kpi_load import extract_src  # noqa: E402
-
-from _services.memory import peak_growth  # noqa: E402
-from _services.serve import running_serve  # noqa: E402
-from data.workbooks import bomb, workbook  # noqa: E402
 
 CLI = "import sys; from concerto.cli import main; sys.argv[0] = 'concerto'; sys.exit(main())"
 # The same under cProfile, its statistics dumped to the file named by the first argument.
@@ -248,7 +245,7 @@ def report(args: argparse.Namespace, loads: list[Any], routes: list[Any], profil
     lines = [
         "# Data layer edges (issue 26)",
         "",
-        "Command: `.venv/bin/python benchmarks/bench_data_edges.py"
+        "Command: `.venv/bin/python -m benchmarks.bench_data_edges"
         + (f" --baseline {args.baseline}" if args.baseline else "")
         + (" --cprofile" if args.cprofile else "")
         + f" --questions {args.questions} --baseline-questions {args.baseline_questions}`",

@@ -8,7 +8,7 @@ and CPU time. With `--baseline REF` the same cases also run on the `src` tree of
 revision REF (extracted with `git archive`), so old and new code are measured side by side.
 Run it as it is, and under `/work/shared/tools/with-busy-cores` for a busy machine.
 
-    .venv/bin/python benchmarks/bench_embed.py [--baseline REF] [--repeats 5]
+    .venv/bin/python -m benchmarks.bench_embed [--baseline REF] [--repeats 5]
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@
 3. Throughput with 100 questions in flight (no-op agents, full `Orchestrator.ask`).
 4. Router latency: structured format, semantic (warm); cold `concerto ask`.
 
-Run:  .venv/bin/python benchmarks/bench_engine.py [--quick]
+Run:  .venv/bin/python -m benchmarks.bench_engine [--quick]
 """
 
 from __future__ import annotations
@@ -25,9 +25,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypedDict
 
-from _executing import executing
-from _timing import percentile, timed
-
+from benchmarks._executing import executing
+from benchmarks._timing import percentile, timed
 from concerto.agents.base import Agent, AgentContext, AgentInfo, AgentResult
 from concerto.agents.loader import load_registry
 from concerto.agents.registry import AgentRegistry
@@ -296,7 +295,7 @@ async def main() -> None:
     n = 500 if args.quick else 3000
     lines = [
         f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {os.cpu_count()} cores; "
-        "`.venv/bin/python benchmarks/bench_engine.py`"
+        "`.venv/bin/python -m benchmarks.bench_engine`"
     ]
     with tempfile.TemporaryDirectory() as tmp:
         lines += await overhead(n)

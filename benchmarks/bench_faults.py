@@ -17,7 +17,7 @@ Goals: 0 unanswered, exit < 5 s after SIGTERM.
 With `--baseline REF` the same run is made first on the `src` tree of git revision REF
 (e.g. the commit before a fix), and both are printed side by side.
 
-Run:  .venv/bin/python benchmarks/bench_faults.py [--questions 1000] [--in-flight 10]
+Run:  .venv/bin/python -m benchmarks.bench_faults [--questions 1000] [--in-flight 10]
       [--task-timeout-ms 2000] [--baseline REF] [--output benchmarks/results/faults.md]
 """
 
@@ -38,12 +38,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
-from bench_kpi_load import extract_src
+
+from benchmarks.bench_kpi_load import extract_src
+from tests._services.blackhole import Blackhole
+from tests._services.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-from _services.blackhole import Blackhole  # noqa: E402
-from _services.ports import free_port  # noqa: E402
 
 QUESTIONS = [
     "CPU usage by instance",
@@ -182,7 +182,7 @@ async def measure(args: argparse.Namespace, src: Path) -> Result:
 
 def report(args: argparse.Namespace, runs: dict[str, Result]) -> str:
     limit_s = 2 * args.task_timeout_ms / 1000
-    command = f"`.venv/bin/python benchmarks/bench_faults.py --questions {args.questions} --in-flight {args.in_flight} "
+    command = f"`.venv/bin/python -m benchmarks.bench_faults --questions {args.questions} --in-flight {args.in_flight} "
     command += f"--task-timeout-ms {args.task_timeout_ms}" + (f" --baseline {args.baseline}`" if args.baseline else "`")
 
     def counts(c: Counter[str]) -> str:

@@ -6,7 +6,7 @@ from a CSV through the same path as `concerto kpi load`:
 - a KPI question end to end, warm (`KPIAgent.prepare` + `run`), structured and plain;
 - ingestion: CSV validation + writes, in records/s.
 
-    .venv/bin/python benchmarks/bench_kpi.py [--records N] [--out benchmarks/results/kpi.md]
+    .venv/bin/python -m benchmarks.bench_kpi [--records N] [--out benchmarks/results/kpi.md]
 """
 
 from __future__ import annotations
@@ -171,7 +171,7 @@ def main() -> None:
         [
             "# KPI pack benchmark",
             "",
-            f"Command: `.venv/bin/python benchmarks/bench_kpi.py --records {args.records}`",
+            f"Command: `.venv/bin/python -m benchmarks.bench_kpi --records {args.records}`",
             f"Machine: {platform.platform()}, Python {platform.python_version()}, "
             f"{os.cpu_count()} cores (shared). ChromaDB embedded (PersistentClient).",
             f"Date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC. Clock for relative dates: {NOW:%Y-%m-%d}. "

@@ -9,7 +9,7 @@ ChromaDB, the MiniLM embedder). With `--baseline REF` the same loads also run on
 `src` tree of git revision REF (extracted with `git archive`, nothing else touched), so
 old and new code are measured side by side in one run.
 
-    .venv/bin/python benchmarks/bench_kpi_load.py [--records 288000,1000000]
+    .venv/bin/python -m benchmarks.bench_kpi_load [--records 288000,1000000]
         [--shuffled 288000,1000000] [--baseline REF] [--out benchmarks/results/kpi_load.md]
 """
 
@@ -169,7 +169,7 @@ def main() -> None:
             per = (high.peak_mb - low.peak_mb) / (high.records - low.records) * 100_000
             growth.append(f"- {code}: {per:.0f} MB more peak per 100,000 more records ({low.file} → {high.file}).")
     command = " ".join(
-        [".venv/bin/python benchmarks/bench_kpi_load.py", f"--records {args.records}", f"--shuffled '{args.shuffled}'"]
+        [".venv/bin/python -m benchmarks.bench_kpi_load", f"--records {args.records}", f"--shuffled '{args.shuffled}'"]
         + ([f"--baseline {args.baseline}"] if args.baseline else [])
     )
     text = "\n".join(

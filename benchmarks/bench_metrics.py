@@ -1,6 +1,6 @@
 """Metrics pack benchmark (issue 5): "Show CPU usage for the last hour", warm, by step.
 
-Run: .venv/bin/python benchmarks/bench_metrics.py [--n 50] [--output benchmarks/results/metrics.md]
+Run: .venv/bin/python -m benchmarks.bench_metrics [--n 50] [--output benchmarks/results/metrics.md]
      [--prometheus-url http://127.0.0.1:PORT]
 
 Starts its own node exporter and Prometheus on loopback ports (1 s scrapes, as the
@@ -33,9 +33,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from _timing import timed
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the suite's service starters
+from benchmarks._timing import timed
 
 QUESTION = "Show CPU usage for the last hour"
 TARGETS_MS = {"parse": 2000, "validate": 500, "query": 3000, "format": 500, "total": 6000}
@@ -164,9 +162,9 @@ def cold_first_question(prometheus_url: str, data_dir: Path) -> float:
 
 
 async def main_async(args: argparse.Namespace) -> str:
-    from _services.prometheus import LocalPrometheus
     from concerto.packs.metrics.settings import MetricsSettings
     from concerto.settings import Settings
+    from tests._services.prometheus import LocalPrometheus
 
     with tempfile.TemporaryDirectory(prefix="concerto-bench-metrics-") as tmp:
         prom = None
@@ -192,7 +190,7 @@ async def main_async(args: argparse.Namespace) -> str:
         else "a local Prometheus 2.42 on 127.0.0.1 scraping the node exporter every second, "
         "started before the benchmark"
     )
-    command = f".venv/bin/python benchmarks/bench_metrics.py --n {args.n}" + (
+    command = f".venv/bin/python -m benchmarks.bench_metrics --n {args.n}" + (
         " --prometheus-url http://127.0.0.1:PORT" if args.prometheus_url else ""
     )
 

@@ -11,8 +11,8 @@ timeline trails the server's events, in Debian's Chromium (Playwright, by path) 
   it (same machine, same clock); the first echo question of the server process (its MCP
   server starts then) is also reported alone.
 
-    .venv/bin/python benchmarks/bench_page.py [--runs 5] [--output benchmarks/results/page.md]
-    .venv/bin/python benchmarks/bench_page.py --only lag   # the lag alone, printed; no file written
+    .venv/bin/python -m benchmarks.bench_page [--runs 5] [--output benchmarks/results/page.md]
+    .venv/bin/python -m benchmarks.bench_page --only lag   # the lag alone, printed; no file written
 """
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ from typing import Any
 
 import httpx
 
+from tests._services.ports import free_port
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
-from _services.ports import free_port  # noqa: E402
 
 CHROMIUM = os.environ.get("CONCERTO_CHROMIUM", "/usr/bin/chromium")
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
@@ -191,7 +191,7 @@ def main() -> None:
         print(lag_line)
         print("max lag per run, ms:", [round(max(run)) if run else None for run in runs])
         return
-    command = " ".join(["python benchmarks/bench_page.py", *sys.argv[1:]])
+    command = " ".join(["python -m benchmarks.bench_page", *sys.argv[1:]])
     body = [
         "## Web page (issue 17)",
         "",

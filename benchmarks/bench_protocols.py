@@ -12,7 +12,7 @@ The floor of each transport is the same client calling a trivial hand-written en
 (a FastMCP tool, a FastAPI route) that does no work, so "added" splits into the transport's
 own cost and Concerto's layer.
 
-    .venv/bin/python benchmarks/bench_protocols.py [--runs 50] [--in-flight 100]
+    .venv/bin/python -m benchmarks.bench_protocols [--runs 50] [--in-flight 100]
 """
 
 from __future__ import annotations
@@ -32,11 +32,10 @@ from typing import Any
 
 import httpx
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
-from _timing import percentile, timed  # noqa: E402
+from benchmarks._timing import percentile, timed
+from tests._services.ports import free_port, stop, wait_for_port
 
-from _services.ports import free_port, stop, wait_for_port  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 QUESTION = "echo: hello"
 ENV = {"CONCERTO_AGENTS": "echo"}

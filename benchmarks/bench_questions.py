@@ -8,17 +8,16 @@ the real Prometheus by tests/packs/metrics). A question is right when every expe
 it lists holds. Also measured, side by side in one run: the latency of a five-department
 comparison against a single-department question, through `Orchestrator.ask`.
 
-    .venv/bin/python benchmarks/bench_questions.py [--pack kpi|metrics|both] [--output FILE]
+    .venv/bin/python -m benchmarks.bench_questions [--pack kpi|metrics|both] [--output FILE]
         [--only ID,ID] [--show] [--no-latency]
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
+import importlib
 import platform
 import re
-import sys
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -43,15 +42,8 @@ def load_set(pack: str) -> list[dict[str, Any]]:
 
 
 def load_runner(pack: str) -> ModuleType:
-    """benchmarks/questions/<pack>.py under a name of its own (no clash with installed packages)."""
-    name = f"concerto_questions_{pack}"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, QUESTIONS / f"{pack}.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
+    """benchmarks/questions/<pack>.py, imported on first use (the KPI runner loads a store)."""
+    return importlib.import_module(f"benchmarks.questions.{pack}")
 
 
 def _promql(text: str) -> str:
@@ -127,7 +119,7 @@ def score(pack: str, only: set[str] | None = None) -> list[Scored]:
 
 def latency(n: int = 40) -> list[str]:
     """A five-department comparison against a one-department question, through `Orchestrator.ask`."""
-    from _timing import percentile, timed
+    from benchmarks._timing import percentile, timed
 
     runner = load_runner("kpi").runner()
     now = _instant(DEFAULT_NOW)
@@ -167,7 +159,7 @@ def report(results: dict[str, list[Scored]], lines_after: list[str], seconds: fl
     lines = [
         "# KPI and metrics question sets (issue 15)",
         "",
-        f"Command: `.venv/bin/python benchmarks/bench_questions.py` ({datetime.now(UTC):%Y-%m-%d}, "
+        f"Command: `.venv/bin/python -m benchmarks.bench_questions` ({datetime.now(UTC):%Y-%m-%d}, "
         f"{platform.machine()}, Python {platform.python_version()}, {seconds:.0f} s).",
         "",
         f"**{right}/{total} right** ({100 * right / max(total, 1):.1f} %), no LLM. The KPI set runs through the "

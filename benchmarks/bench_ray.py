@@ -21,7 +21,7 @@ workers here, and the projection to N machines.
 The projection to N machines of c cores is written from the measured numbers (kept in the
 results file, so one part can be measured again alone).
 
-    .venv/bin/python benchmarks/bench_ray.py [--parts overhead,tables,throughput] [--runs 200] [--table-runs 20]
+    .venv/bin/python -m benchmarks.bench_ray [--parts overhead,tables,throughput] [--runs 200] [--table-runs 20]
         [--rows 1000000] [--in-flight 4] [--rounds 3] [--output benchmarks/results/ray.md]
 """
 
@@ -42,10 +42,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from _executing import executing
-from _timing import percentile, timed
-from bench_commercial import NOW, SEED_QUESTION, Runner, hcps_for
-
+from benchmarks._executing import executing
+from benchmarks._timing import percentile, timed
+from benchmarks.bench_commercial import NOW, SEED_QUESTION, Runner, hcps_for
 from concerto.testing import fake_agent
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -84,8 +83,8 @@ def _floor_task() -> Any:
 async def overhead(runs: int) -> tuple[list[str], dict[str, float]]:
     """Milliseconds per single-task plan on each path, and Ray's floors."""
     import ray
-    from bench_ray import NoopAgent  # this file as a module (not __main__), so workers import it
 
+    from benchmarks.bench_ray import NoopAgent  # this file as a module (not __main__), so workers import it
     from concerto.agents.base import AgentContext
     from concerto.cluster.ray_runner import RayRunner
     from concerto.contracts.orchestrator import OrchestratorInput
@@ -237,8 +236,8 @@ async def tables(sizes: list[int], runs: int) -> tuple[list[str], dict[str, floa
     import pickle
 
     import ray
-    from bench_ray import ReaderAgent, TableAgent, _Consumer, _Producer
 
+    from benchmarks.bench_ray import ReaderAgent, TableAgent, _Consumer, _Producer
     from concerto.agents.registry import AgentRegistry
     from concerto.cluster.ray_runner import RayRunner
     from concerto.cluster.tables import pack, unpack
@@ -591,7 +590,7 @@ def main() -> None:
     parser.add_argument("--output", type=Path, default=ROOT / "benchmarks" / "results" / "ray.md")
     args = parser.parse_args()
     parts = set(args.parts.split(","))
-    command = " ".join([".venv/bin/python benchmarks/bench_ray.py", *sys.argv[1:]])
+    command = " ".join([".venv/bin/python -m benchmarks.bench_ray", *sys.argv[1:]])
     machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, Ray {_ray_version()}"
     _start_cluster()
     sections, numbers = _previous(args.output)

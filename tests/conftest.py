@@ -1,8 +1,12 @@
-"""Test-wide isolation, the guard against real LLM requests, and the real services any test may use.
+"""Test-wide isolation, the guard against real LLM requests, and the real services tests of
+several folders use (the LLM server, PostgreSQL, Ray); a service one folder uses has its fixture
+in that folder's conftest (Prometheus: packs/metrics, ChromaDB: packs/kpi, the weather replay
+and the MCP servers: packs/city).
 
 Every service comes from `tests/_services/` under one policy (`_services.policy`): it
 starts, or the tests that need it fail, unless `CONCERTO_SKIP_<SERVICE>=1`; skips are
-listed at the end of the run.
+listed at the end of the run. Plain helpers are in `tests/_helpers/`; no test module imports
+a conftest.
 """
 
 from __future__ import annotations
@@ -14,20 +18,17 @@ from pathlib import Path
 import pytest
 
 from _services import policy
-from _services.chroma import HINT as CHROMA_HINT
-from _services.chroma import running_chroma
 from _services.llama import INSTALL_HINT as LLAMA_HINT
 from _services.llama import LlamaServer, shared_llama_server
-from _services.mcp import running_http_servers
 from _services.postgres import HINT as POSTGRES_HINT
 from _services.postgres import Postgres, running_postgres
-from _services.prometheus import INSTALL_HINT as PROMETHEUS_HINT
-from _services.prometheus import LocalPrometheus
 from _services.ray import HINT as RAY_HINT
 from _services.ray import RayCluster, start_cluster, warm_up_workers
-from _services.weather import Replay
 from concerto.redact import remembered_scope
 from concerto.testing import block_llm_requests
+
+# Before any test folder's conftest imports them: the helpers' asserts report like a test's.
+pytest.register_assert_rewrite("_helpers")
 
 
 @pytest.fixture(autouse=True)
@@ -93,24 +94,6 @@ def llama_server() -> LlamaServer:
 
 
 @pytest.fixture(scope="session")
-def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalPrometheus]:
-    """Node exporter + Prometheus on free loopback ports, 1 s scrapes, data already there."""
-    local = LocalPrometheus(scrape_interval_s=1, workdir=tmp_path_factory.mktemp("prometheus"))
-    policy.start("prometheus", lambda: local.start(wait_for_data_s=60, settle_s=3), PROMETHEUS_HINT)
-    yield local
-    local.stop()
-
-
-@pytest.fixture(scope="session")
-def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """Base URL of a real ChromaDB server (`chroma run`)."""
-    running = running_chroma(tmp_path_factory.mktemp("chroma-server"))
-    url = policy.start("chroma", running.__enter__, CHROMA_HINT)
-    yield url
-    running.__exit__(None, None, None)
-
-
-@pytest.fixture(scope="session")
 def postgres() -> Iterator[Postgres]:
     """A throwaway PostgreSQL cluster (Debian's server binaries)."""
     running = running_postgres()
@@ -133,17 +116,3 @@ def ray_cluster() -> Iterator[RayCluster]:
     finally:
         ray.shutdown()
         cluster.stop()
-
-
-@pytest.fixture(scope="session")
-def weather_replay() -> Iterator[Replay]:
-    """A local weather provider replaying recorded Open-Meteo answers."""
-    with Replay() as replay:
-        yield replay
-
-
-@pytest.fixture(scope="session")
-def mcp_http_servers(weather_replay: Replay) -> Iterator[dict[str, str]]:
-    """The city pack's three MCP servers over streamable HTTP: name → /mcp URL."""
-    with running_http_servers(("weather", "datetime", "echo"), weather_url=weather_replay.url) as urls:
-        yield urls

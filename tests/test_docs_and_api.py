@@ -1,9 +1,9 @@
 """What holds for the whole project: settings documented, the public API, the README's two
-commands, the test isolation, no import cycle, nothing test-only under src/."""
+commands, the test isolation, nothing test-only under src/ (the import graph's rules, no
+import cycle among them: test_layering.py)."""
 
 from __future__ import annotations
 
-import ast
 import os
 from pathlib import Path
 
@@ -48,55 +48,6 @@ def _modules() -> dict[str, Path]:
         name = ".".join(path.relative_to(SRC).with_suffix("").parts).removesuffix(".__init__")
         found[name] = path
     return found
-
-
-def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
-    """Concerto modules `name` imports, deferred imports included, TYPE_CHECKING blocks not."""
-    tree = ast.parse(path.read_text())
-    typing_only = {
-        id(inner)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-        for inner in ast.walk(node)
-    }
-    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
-    out = set()
-    for node in ast.walk(tree):
-        if id(node) in typing_only:
-            continue
-        if isinstance(node, ast.Import):
-            out |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                base = ".".join(package[: len(package) - node.level + 1] + ([base] if base else []))
-            out |= {f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names}
-    return {m for m in out if m in modules and m != name}
-
-
-def test_no_module_imports_itself_back() -> None:
-    """No import cycle, not even through an import deferred into a function."""
-    modules = _modules()
-    graph = {name: _imports(name, path, modules) for name, path in modules.items()}
-    state: dict[str, int] = {}
-    stack: list[str] = []
-    cycles: list[str] = []
-
-    def visit(node: str) -> None:
-        state[node] = 1
-        stack.append(node)
-        for dep in sorted(graph[node]):
-            if state.get(dep) == 1:
-                cycles.append(" -> ".join([*stack[stack.index(dep) :], dep]))
-            elif dep not in state:
-                visit(dep)
-        state[node] = 2
-        stack.pop()
-
-    for node in sorted(graph):
-        if node not in state:
-            visit(node)
-    assert cycles == []
 
 
 def test_nothing_test_only_under_src() -> None:

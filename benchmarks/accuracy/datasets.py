@@ -10,9 +10,9 @@ carries a `pandas:` expression evaluated over `df` (the data set's frame) with t
 below, and `--write-expected` stores its result beside it (`value`, `mapping`, `values`,
 `labels`), so the YAML shows the number a question must come back with.
 
-    .venv/bin/python benchmarks/accuracy/datasets.py --write-expected   # recompute questions.yaml
-    .venv/bin/python benchmarks/accuracy/datasets.py --check            # are the stored values current?
-    .venv/bin/python benchmarks/accuracy/datasets.py --list             # data sets, shapes, columns
+    .venv/bin/python -m benchmarks.accuracy.datasets --write-expected   # recompute questions.yaml
+    .venv/bin/python -m benchmarks.accuracy.datasets --check            # are the stored values current?
+    .venv/bin/python -m benchmarks.accuracy.datasets --list             # data sets, shapes, columns
 """
 
 from __future__ import annotations
@@ -630,7 +630,7 @@ _HEADER = """\
 # question is as good, if any), and expect: one check or a list of checks, all of which
 # must pass on the answering agent's output. A check's `pandas:` expression is evaluated
 # over the data set's frame `df` and its result is stored in the check's field by
-#     .venv/bin/python benchmarks/accuracy/datasets.py --write-expected
+#     .venv/bin/python -m benchmarks.accuracy.datasets --write-expected
 # (never computed through Concerto).
 # Check kinds: `check()` in benchmarks/bench_accuracy.py.
 # An optional `note` says how a question with more than one fair reading is checked.

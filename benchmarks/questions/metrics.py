@@ -13,7 +13,7 @@ The catalog (metric names, types, help texts and label names) is the one a Prome
 scraping a node exporter and itself has; it is recorded in `metrics_catalog.json` so the
 scoring needs no Prometheus. Record it again from a running server with
 
-    .venv/bin/python benchmarks/questions/metrics.py --record http://127.0.0.1:9090
+    .venv/bin/python -m benchmarks.questions.metrics --record http://127.0.0.1:9090
 
 Scoring the set: `tests/packs/metrics/test_question_set.py`, and the harness
 `benchmarks/bench_questions.py`, which calls `plan` for every question of `metrics.yaml`.

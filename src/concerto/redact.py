@@ -27,6 +27,9 @@ or a name's credential word, searched in the lower-cased text) and looks at a bo
 from there: at most `MAX_NAME` characters of name after the word, a quoted value of at most
 `MAX_QUOTED` (a longer one is masked up to its first space), a URL's password up to the next
 `://` or space. Every value it masks it skips, so no character is read again and again.
+
+`without_paths` keeps the server's own file paths out of a message in the same spirit: a
+client sees a file by its name only (the data layer and the engine's first-use work use it).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ import re
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -315,3 +319,17 @@ def remembered_scope() -> Iterator[None]:
     finally:
         with _lock:
             _remember(saved)
+
+
+# An absolute path (POSIX or Windows) not inside a word: "/srv/data/x.csv" → "x.csv".
+_ABSOLUTE = re.compile(r"(?<![\w.~])(?:[A-Za-z]:)?[/\\](?:[^\s'\"/\\]+[/\\])+([^\s'\"/\\]+)")
+
+
+def without_paths(text: str, *paths: Path) -> str:
+    """`text` with each of `paths` (as given and resolved) shown by its own name, and any other
+    absolute path by its last part: what a message may show a client of the server (DuckDB's,
+    fastexcel's and the OS's errors name the files they could not read by their full paths)."""
+    for path in paths:
+        for shown in {str(path.resolve()), str(path)}:
+            text = text.replace(shown, path.name)
+    return _ABSOLUTE.sub(lambda m: m.group(1), text)

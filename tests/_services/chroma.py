@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from _services.ports import ServiceUnavailable, free_port, stop, wait_for_http
+from .ports import ServiceUnavailable, free_port, stop, wait_for_http
 
 HINT = "pip install chromadb (it brings the `chroma` command), or set CONCERTO_SKIP_CHROMA=1"
 

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from _services.postgres import Postgres
 from concerto.contracts.events import Event, EventType, QueryState
 from concerto.store import Database, Limits, PostgresDatabase, SqliteDatabase
+
+from .postgres import Postgres
 
 _names = itertools.count()
 

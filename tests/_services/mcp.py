@@ -9,8 +9,8 @@ from collections.abc import Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-from _services import policy
-from _services.ports import ServiceUnavailable, free_port, stop, wait_for_port
+from . import policy
+from .ports import ServiceUnavailable, free_port, stop, wait_for_port
 
 CONFORMANCE = Path(__file__).resolve().parents[2] / ".tools" / "conformance" / "node_modules"
 CONFORMANCE_HINT = "run scripts/install-mcp-conformance.sh"

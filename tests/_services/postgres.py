@@ -17,7 +17,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-from _services.ports import ServiceUnavailable, free_port
+from .ports import ServiceUnavailable, free_port
 
 HINT = "apt-get install -y --no-install-recommends postgresql (scripts/test.sh does), or set CONCERTO_SKIP_POSTGRES=1"
 

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from _services.ports import ServiceUnavailable, free_port, stop
+from .ports import ServiceUnavailable, free_port, stop
 
 HINT = "pip install 'ray>=2.40' (the dev extra has it)"
 ROOT = Path(__file__).resolve().parents[2]

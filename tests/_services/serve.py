@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from _services.ports import free_port, stop
+from .ports import free_port, stop
 
 
 @dataclass

@@ -29,9 +29,3 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     for context in made.contexts():
         made.drop(context.name)
     made.close()
-
-
-def write(tmp_path: Path, name: str, text: str | bytes) -> Path:
-    path = tmp_path / name
-    path.write_bytes(text.encode() if isinstance(text, str) else text)
-    return path

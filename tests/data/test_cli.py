@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import write
+from _helpers.data import write
 
 SALES = "order_id,region,amount,day\n1,East,10.5,2024-01-02\n2,West,3.0,2024-02-03\n3,East,7.25,2024-03-04\n"
 
@@ -74,7 +74,7 @@ def test_unknown_names_and_bad_describe(tmp_path: Path, data_dir: Path) -> None:
 
 
 def test_a_workbook_that_unpacks_over_the_limit_is_a_clear_error(tmp_path: Path, data_dir: Path) -> None:
-    from .workbooks import workbook
+    from _helpers.workbooks import workbook
 
     bomb = workbook(tmp_path / "bomb.xlsx", rows=40_000)  # 0.9 MB unpacking to 11 MB
     done = concerto("data", "load", str(bomb), data_dir=data_dir, CONCERTO_DATA_MAX_UNPACKED_MB="4")

@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from _helpers.data import write
 from concerto.data.context import ProfileOverrides
 from concerto.data.llm_profile import profile_with_llm
 from concerto.data.store import Store
 from concerto.llm.base import LLMError
 from concerto.testing import ScriptedLLM
-
-from .conftest import write
 
 SALES = "id,region,amount,day\n1,East,10.5,2024-01-02\n2,West,3,2024-02-03\n"
 

@@ -8,9 +8,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from _helpers.data import write
 from concerto.data.load import LoadError, read_file
-
-from .conftest import write
 
 SALES = 'id,region,amount,day\n1,East,10.5,2024-01-02\n2,West,,2024-02-03\n3,"North, upper",7,2024-03-04\n'
 

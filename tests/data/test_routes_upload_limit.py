@@ -16,10 +16,9 @@ from typing import Any
 import httpx
 import pytest
 
+from _helpers.workbooks import understated, workbook
 from _services.memory import measurable, peak_growth
 from _services.serve import running_serve
-
-from .workbooks import understated, workbook
 
 LIMIT_MB = 64
 TWO_GB = 2 * 2**30

@@ -7,10 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from _helpers.data import write
 from concerto.data.safety import UnsafeQuery, check_query
 from concerto.data.store import QueryFailed, Store
-
-from .conftest import write
 
 SCHEMA = {"sales": {"region": "VARCHAR", "amount": "DOUBLE", "day": "DATE", "Company Name": "VARCHAR"}}
 

@@ -8,12 +8,11 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from _helpers.data import write
 from concerto.data.context import ProfileOverrides
 from concerto.data.load import LoadError
 from concerto.data.sources import choose
 from concerto.data.store import DEMO, QueryFailed, SourceError, Store, source_name, valid_name
-
-from .conftest import write
 
 SALES = "id,region,amount,day\n" + "".join(
     f"{i},{['East', 'West', 'North'][i % 3]},{i * 1.5},2024-{1 + i % 12:02d}-01\n" for i in range(1, 121)

@@ -16,10 +16,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from _helpers.workbooks import many_parts, overlapping, understated, workbook
 from concerto.data.load import LoadError, TooLarge, read_file
 from concerto.data.unpacked import check_parquet, check_workbook
-
-from .workbooks import many_parts, overlapping, understated, workbook
 
 MB = 2**20
 

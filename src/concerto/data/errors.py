@@ -1,14 +1,11 @@
 """What goes wrong when a file is read into a table, and how its message is kept fit to show
 (its own module: the loader, the size checks of unpacked.py and the stores raise these;
-`LoadError` and `TooLarge` are also imported from `concerto.data.load`)."""
+`LoadError` and `TooLarge` are also imported from `concerto.data.load`; `without_paths`, which
+keeps the server's paths out of their messages, is `concerto.redact`'s)."""
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
-
-# An absolute path (POSIX or Windows) not inside a word: "/srv/data/x.csv" → "x.csv".
-_ABSOLUTE = re.compile(r"(?<![\w.~])(?:[A-Za-z]:)?[/\\](?:[^\s'\"/\\]+[/\\])+([^\s'\"/\\]+)")
+from concerto.redact import without_paths as without_paths
 
 
 class LoadError(ValueError):
@@ -19,13 +16,3 @@ class LoadError(ValueError):
 class TooLarge(LoadError):
     """A file over a size limit: bigger than CONCERTO_DATA_MAX_FILE_MB, or unpacking to more
     than its limit (see unpacked.py); an upload's 413."""
-
-
-def without_paths(text: str, *paths: Path) -> str:
-    """`text` with each of `paths` (as given and resolved) shown by its own name, and any other
-    absolute path by its last part: what a message may show a client of the server (DuckDB's,
-    fastexcel's and the OS's errors name the files they could not read by their full paths)."""
-    for path in paths:
-        for shown in {str(path.resolve()), str(path)}:
-            text = text.replace(shown, path.name)
-    return _ABSOLUTE.sub(lambda m: m.group(1), text)

@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, TypeAlias
 
 from concerto.contracts.events import EventType
-from concerto.data.errors import without_paths
+from concerto.redact import without_paths
 
 if TYPE_CHECKING:
     from concerto.agents.base import Agent, FirstUse

@@ -1,24 +1,18 @@
 """The accuracy benchmark's question set (benchmarks/accuracy/questions.yaml) is sound, and a
 sample of it, one question per agent, is answered right on DuckDB without an LLM.
 
-The whole set runs with `python benchmarks/bench_accuracy.py` (both stores, a few minutes);
+The whole set runs with `python -m benchmarks.bench_accuracy` (both stores, a few minutes);
 this keeps the set and its checker honest in the test suite.
 """
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parents[3] / "benchmarks"
-if str(BENCHMARKS) not in sys.path:
-    sys.path.insert(0, str(BENCHMARKS))
-
-import bench_accuracy  # noqa: E402
+from benchmarks import bench_accuracy
 
 datasets = bench_accuracy.ds  # benchmarks/accuracy/datasets.py
 

@@ -7,12 +7,11 @@ import re
 
 import pytest
 
+from _helpers.analytics import ask, output, rows
 from concerto.contracts.events import EventType
 from concerto.data.demo import planted
 from concerto.orchestrator.engine import Orchestrator
 from concerto.orchestrator.events import EventStream
-
-from .conftest import ask, output, rows
 
 FACTS = planted()
 

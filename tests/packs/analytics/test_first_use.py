@@ -6,12 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from _helpers.analytics import close_stores, make_orchestrator
 from concerto.contracts.orchestrator import OrchestratorInput, OrchestratorOutput
 from concerto.data.sources import demo_first_use, store_for
 from concerto.nlp.embeddings import Embedder
 from concerto.orchestrator.events import EventStream
-
-from .conftest import close_stores, make_orchestrator
 
 
 async def test_the_demo_table_is_prepared_before_the_plan_runs(tmp_path: Path, embedder: Embedder) -> None:

@@ -8,12 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from _helpers.analytics import make_orchestrator
 from concerto.data.sources import store_for
 from concerto.nlp.embeddings import Embedder
 from concerto.orchestrator import router as router_module
 from concerto.packs.analytics import _base
-
-from .conftest import make_orchestrator
 
 
 async def test_holdings_are_made_once_per_version_of_the_sources(

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from _helpers.analytics import ANALYTICS, ask, make_orchestrator, output, rows
 from _services.llama import LlamaServer
 from concerto.contracts.events import EventType
 from concerto.contracts.orchestrator import OrchestratorErrorResponse
@@ -20,8 +21,6 @@ from concerto.nlp.embeddings import Embedder
 from concerto.orchestrator.engine import Orchestrator
 from concerto.orchestrator.events import EventStream
 from concerto.testing import ScriptedLLM, allow_llm_endpoint
-
-from .conftest import ANALYTICS, ask, make_orchestrator, output, rows
 
 GOOD = 'SELECT "region", ROUND(SUM("sales"), 2) AS total FROM "demo" GROUP BY "region" ORDER BY total DESC'
 

@@ -8,11 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from _helpers.analytics import make_orchestrator
 from concerto.data.sources import store_for
 from concerto.nlp.embeddings import Embedder
 from concerto.orchestrator.engine import Orchestrator
-
-from .conftest import make_orchestrator
 
 ROUTES = [
     ("what were total sales in each region?", "sql_analytics"),

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from _helpers.analytics import ask
 from concerto.orchestrator.engine import Orchestrator
-
-from .conftest import ask
 
 LEFT_OUT = [
     ("average sales by region and by planet", "sql_analytics", "'by planet'"),

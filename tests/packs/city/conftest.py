@@ -9,28 +9,29 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import pytest_asyncio
 
+from _helpers.city import city_settings
+from _services.mcp import running_http_servers
 from _services.weather import Replay
-from concerto.mcp.settings import MCPSettings
-from concerto.packs.city.settings import CitySettings
 from concerto.resources import Resources
 from concerto.settings import Settings
 
-HERE = Path(__file__).parent
-FIXTURE_SERVERS = HERE / "mcp_servers"
+
+@pytest.fixture(scope="session")
+def weather_replay() -> Iterator[Replay]:
+    """A local weather provider replaying recorded Open-Meteo answers."""
+    with Replay() as replay:
+        yield replay
 
 
-def city_settings(tmp_path: Path, weather_url: str, *, city: dict[str, Any] | None = None, **mcp: Any) -> Settings:
-    """Settings for the city pack (`city`: CitySettings, the rest: MCPSettings), with timeouts
-    generous enough for a busy CI."""
-    return Settings(data_dir=tmp_path).using(
-        CitySettings(**{"weather_url": weather_url, "city_request_timeout_ms": 15000, **(city or {})}),
-        MCPSettings(**{"mcp_connect_timeout_ms": 20000, **mcp}),
-    )
+@pytest.fixture(scope="session")
+def http_servers(weather_replay: Replay) -> Iterator[dict[str, str]]:
+    """The pack's three MCP servers over streamable HTTP, started once for the session: name → /mcp URL."""
+    with running_http_servers(("weather", "datetime", "echo"), weather_url=weather_replay.url) as urls:
+        yield urls
 
 
 @pytest.fixture
@@ -54,15 +55,3 @@ async def resources(settings: Settings) -> AsyncIterator[Resources]:
     res = Resources(settings)
     yield res
     await res.aclose()
-
-
-@pytest.fixture(scope="session")
-def http_servers(mcp_http_servers: dict[str, str]) -> dict[str, str]:
-    """The three servers over streamable HTTP, started once for the session."""
-    return mcp_http_servers
-
-
-def servers_file(tmp_path: Path, text: str) -> Path:
-    path = tmp_path / "mcp_servers.yaml"
-    path.write_text(text, encoding="utf-8")
-    return path

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from _helpers.city import city_settings, servers_file
 from _services.ports import dead_url
 from _services.weather import Replay, forecast
 from concerto.agents.base import AgentFailure
@@ -21,8 +22,6 @@ from concerto.packs.city.temperature import TemperatureAgent
 from concerto.resources import Resources
 from concerto.settings import Settings
 from concerto.testing import make_context, run_agent
-
-from .conftest import city_settings, servers_file
 
 NOW = datetime(2025, 3, 9, 8, 0, tzinfo=UTC)  # the first minute of CDT in Chicago
 

@@ -5,14 +5,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+from _helpers.city import city_settings
 from _services.ports import dead_url
 from _services.weather import Replay
 from concerto.agents.loader import load_packs
 from concerto.contracts.orchestrator import OrchestratorErrorResponse, OrchestratorOutput
 from concerto.orchestrator.engine import Orchestrator
 from concerto.packs.city.models import to_query_response
-
-from .conftest import city_settings
 
 NOW = datetime(2025, 11, 2, 7, 30, tzinfo=UTC)  # 01:30 CST, the second 01:30 in Chicago
 

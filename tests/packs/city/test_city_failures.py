@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from _helpers.city import FIXTURE_SERVERS, city_settings, servers_file
 from _services.ports import dead_url, free_port, wait_for_port
 from concerto.agents.base import AgentFailure
 from concerto.contracts.common import ErrorKind
@@ -22,8 +23,6 @@ from concerto.packs.city.temperature import TemperatureAgent
 from concerto.resources import Resources
 from concerto.settings import Settings
 from concerto.testing import make_context, run_agent
-
-from .conftest import FIXTURE_SERVERS, city_settings, servers_file
 
 
 def weather_server_settings(tmp_path: Path, path: Path, request_timeout_ms: int = 15000, **mcp: int) -> Settings:

@@ -6,13 +6,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+from _helpers.city import city_settings
 from _services.weather import Replay
 from concerto.agents.loader import load_packs
 from concerto.contracts.orchestrator import OrchestratorOutput
 from concerto.orchestrator.engine import Orchestrator
 from concerto.packs.city.extract import extract_cities
-
-from .conftest import city_settings
 
 NOW = datetime(2025, 6, 15, 12, tzinfo=UTC)
 

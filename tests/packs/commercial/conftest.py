@@ -4,12 +4,11 @@ calls one agent's `run` as the executor would (payload, context), without routin
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from _helpers.commercial import NOW
 from concerto.agents.base import Agent, AgentContext, AgentResult
 from concerto.agents.task import TaskInput
 from concerto.contracts.orchestrator import OrchestratorInput
@@ -17,8 +16,6 @@ from concerto.data.sources import store_for
 from concerto.data.store import Store
 from concerto.resources import Resources
 from concerto.settings import Settings
-
-NOW = datetime(2026, 11, 15, 12, 0, tzinfo=UTC)
 
 
 @pytest.fixture(scope="session")
@@ -51,8 +48,3 @@ def run_agent(settings: Settings, resources: Resources) -> Any:
         return await agent.run(context, TaskInput.build(query, task_input=inputs))
 
     return run
-
-
-def load_table(store: Store, path: Path, name: str) -> None:
-    """Load a user file (CSV, Parquet) as a source, as `concerto data load` does."""
-    store.load(path, name)

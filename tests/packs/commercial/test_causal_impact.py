@@ -11,13 +11,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from _helpers.commercial import load_table
 from concerto.agents.base import AgentFailure
 from concerto.packs.commercial.base.data import truth
 from concerto.packs.commercial.causal_impact.agent import CausalImpactAgent
 from concerto.packs.commercial.methods import causal as causal_methods
 from concerto.packs.commercial.methods import causal_dowhy, causal_refute
-
-from .conftest import load_table
 
 QUESTION = "What's the impact of increased sampling on Kisqali prescriptions?"
 

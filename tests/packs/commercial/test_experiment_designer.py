@@ -12,11 +12,10 @@ import pytest
 from statsmodels.stats.power import NormalIndPower, TTestIndPower
 from statsmodels.stats.proportion import proportion_effectsize
 
+from _helpers.commercial import load_table
 from concerto.agents.base import AgentFailure
 from concerto.packs.commercial.base.data import generate
 from concerto.packs.commercial.experiment_designer.agent import ExperimentDesignerAgent
-
-from .conftest import load_table
 
 Agent = ExperimentDesignerAgent
 

@@ -12,12 +12,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from _helpers.commercial import load_table
 from concerto.agents.base import AgentFailure
 from concerto.packs.commercial.base import data
 from concerto.packs.commercial.gap_analyzer.agent import GapAnalyzerAgent
 from concerto.packs.commercial.methods.decompose import shapley3, split_change
-
-from .conftest import load_table
 
 
 @cache

@@ -10,13 +10,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+from _helpers.commercial import load_table
 from concerto.agents.base import AgentFailure
 from concerto.data.store import Store
 from concerto.packs.commercial.base.data import truth
 from concerto.packs.commercial.health_score.agent import HealthScoreAgent
 from concerto.packs.commercial.health_score.components import WEIGHTS
-
-from .conftest import load_table
 
 
 async def test_built_in_components_reflect_the_plant(run_agent: Any) -> None:

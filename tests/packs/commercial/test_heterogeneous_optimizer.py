@@ -10,12 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from _helpers.commercial import load_table
 from concerto.agents.base import AgentFailure
 from concerto.packs.commercial.base.data import BRANDS, truth
 from concerto.packs.commercial.heterogeneous_optimizer.agent import HeterogeneousOptimizerAgent
 from concerto.packs.commercial.methods import cate as cm
-
-from .conftest import load_table
 
 Agent = HeterogeneousOptimizerAgent
 

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
+from _helpers.commercial import NOW
 from concerto.contracts.handoff import AgentToOrchestrator, result_yaml
 from concerto.contracts.orchestrator import OrchestratorErrorResponse, OrchestratorOutput
 from concerto.nlp.embeddings import default_embedder
@@ -18,8 +19,6 @@ from concerto.orchestrator.engine import Orchestrator
 from concerto.packs.commercial.base.data import truth
 from concerto.resources import Resources
 from concerto.settings import Settings
-
-from .conftest import NOW
 
 
 @pytest.fixture(scope="module")

@@ -8,13 +8,12 @@ from typing import Any
 
 import pytest
 
+from _helpers.commercial import load_table
 from concerto.agents.base import AgentFailure
 from concerto.data.store import Store
 from concerto.packs.commercial.base.data import truth
 from concerto.packs.commercial.prediction_synthesizer.agent import PredictionSynthesizerAgent
 from concerto.packs.commercial.prediction_synthesizer.reading import horizon_from_question
-
-from .conftest import load_table
 
 
 async def test_combined_interval_covers_the_planted_future(run_agent: Any) -> None:

@@ -14,13 +14,12 @@ import pytest
 from scipy.optimize import minimize
 from threadpoolctl import threadpool_limits
 
+from _helpers.commercial import load_table
 from concerto.agents.base import AgentFailure
 from concerto.packs.commercial.base import data
 from concerto.packs.commercial.methods import response_curves
 from concerto.packs.commercial.resource_optimizer.agent import ResourceOptimizerAgent
 from concerto.packs.commercial.resource_optimizer.reading import money, read_request
-
-from .conftest import load_table
 
 QUESTION = "How should we allocate the promotion budget across channels?"
 

@@ -1,12 +1,16 @@
-"""A KPI store with the demo data, shared by the tests of the pack (real embedded ChromaDB)."""
+"""A KPI store with the demo data, shared by the tests of the pack (real embedded ChromaDB), and a
+real ChromaDB server for the tests of the server mode."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from _helpers.kpi import NOW
+from _services import policy
+from _services.chroma import HINT, running_chroma
 from concerto.agents.base import AgentContext
 from concerto.packs.kpi.agent import KPIAgent
 from concerto.packs.kpi.store import KPIStore, get_store
@@ -14,7 +18,14 @@ from concerto.resources import Resources
 from concerto.settings import Settings
 from concerto.testing import make_context
 
-NOW = datetime(2025, 6, 15, 9, 30, tzinfo=UTC)
+
+@pytest.fixture(scope="session")
+def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Base URL of a real ChromaDB server (`chroma run`)."""
+    running = running_chroma(tmp_path_factory.mktemp("chroma-server"))
+    url = policy.start("chroma", running.__enter__, HINT)
+    yield url
+    running.__exit__(None, None, None)
 
 
 @pytest.fixture(scope="session")

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from _helpers.kpi import NOW, ask, failure
 from concerto.agents.base import AgentContext, AgentFailure
 from concerto.agents.loader import load_registry
 from concerto.packs.kpi.agent import NO_DATA, KPIAgent
@@ -18,9 +19,6 @@ from concerto.packs.kpi.formats import KPIQuery
 from concerto.packs.kpi.interpret import read_request
 from concerto.packs.kpi.store import KPIStore
 from concerto.testing import run_agent
-
-from .asking import ask, failure
-from .conftest import NOW
 
 SINGLE = "kpi-attrition-rate department-home-loan month-2025-05-01"
 RANGE = "kpi-attrition-rate department-home-loan start-2025-02-01 end-2025-05-31"

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from _helpers.kpi import NOW
 from concerto.agents.loader import load_registry
 from concerto.contracts.orchestrator import OrchestratorErrorResponse, OrchestratorOutput
 from concerto.orchestrator.engine import Orchestrator
 from concerto.resources import Resources
-
-from .conftest import NOW
 
 RANGE_N = "kpi-attrition-rate department-home-loan range-4-months start-2025-02-01 end-2025-05-31"
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from _helpers.kpi import NOW, ask, failure
 from concerto.agents.base import AgentContext
 from concerto.agents.loader import load_registry
 from concerto.contracts.orchestrator import OrchestratorErrorResponse, OrchestratorOutput
@@ -23,9 +24,6 @@ from concerto.packs.kpi.store import get_store
 from concerto.resources import Resources
 from concerto.settings import Settings
 from concerto.testing import make_context
-
-from .asking import ask, failure
-from .conftest import NOW
 
 HELD = "from January 2023 to December 2026"  # the demo data's months
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from _helpers.kpi import NOW
 from concerto.agents.loader import load_registry
 from concerto.contracts.orchestrator import OrchestratorOutput
 from concerto.orchestrator.engine import Orchestrator
@@ -19,8 +20,6 @@ from concerto.packs.kpi.records import CSVError, KPIRecord, read_csv, write_csv
 from concerto.packs.kpi.store import KPIStore, get_store
 from concerto.resources import Resources
 from concerto.settings import Settings
-
-from .conftest import NOW
 
 GOOD = """kpi,department,month,value,unit,notes
 attrition-rate,home-loan,2025-05,4.1,%,Spring resignations

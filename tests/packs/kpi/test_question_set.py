@@ -7,14 +7,7 @@ parts an answer does not cover, and a user's own KPIs loaded with `concerto kpi 
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-BENCHMARKS = Path(__file__).resolve().parents[3] / "benchmarks"
-if str(BENCHMARKS) not in sys.path:
-    sys.path.insert(0, str(BENCHMARKS))
-
-import bench_questions  # noqa: E402
+from benchmarks import bench_questions
 
 
 def test_the_set_is_well_formed() -> None:

@@ -1,4 +1,5 @@
-"""Helpers of the metrics tests; the real Prometheus (`prometheus` fixture) is in tests/conftest.py."""
+"""Fixtures of the metrics tests: the real Prometheus (node exporter + Prometheus, started once for
+the session), contexts on it, and a server too slow to answer."""
 
 from __future__ import annotations
 
@@ -12,34 +13,28 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from _services.prometheus import LocalPrometheus
+from _helpers.metrics import context_for, metrics_settings
+from _services import policy
+from _services.prometheus import INSTALL_HINT, LocalPrometheus
 from _services.threaded_http import serve_in_thread
 from concerto.agents.base import AgentContext
 from concerto.nlp.embeddings import Embedder, default_embedder
-from concerto.packs.metrics.settings import MetricsSettings
-from concerto.resources import Resources
 from concerto.settings import Settings
-from concerto.testing import make_context
 
 
-def metrics_settings(tmp_path: Path, **values: Any) -> Settings:
-    """Core settings with these metrics-pack settings (`prometheus_url=...`, ...)."""
-    return Settings(data_dir=tmp_path).using(MetricsSettings(**values))
+@pytest.fixture(scope="session")
+def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalPrometheus]:
+    """Node exporter + Prometheus on free loopback ports, 1 s scrapes, data already there."""
+    local = LocalPrometheus(scrape_interval_s=1, workdir=tmp_path_factory.mktemp("prometheus"))
+    policy.start("prometheus", lambda: local.start(wait_for_data_s=60, settle_s=3), INSTALL_HINT)
+    yield local
+    local.stop()
 
 
 @pytest.fixture(scope="session")
 def shared_embedder() -> Embedder:
     """One embedder for the session: the model loads once and its cache stays warm."""
     return default_embedder()
-
-
-def context_for(
-    settings: Settings, embedder: Embedder, question: str = "metrics question", **kwargs: Any
-) -> AgentContext:
-    """An agent context whose resources share the session's embedder."""
-    resources = Resources(settings)
-    resources.put("embedder", embedder)
-    return make_context(question, settings=settings, resources=resources, **kwargs)
 
 
 @pytest.fixture

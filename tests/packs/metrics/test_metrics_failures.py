@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from _helpers.metrics import context_for, metrics_settings
 from _services.ports import dead_url
 from _services.prometheus import LocalPrometheus
 from concerto.agents.base import AgentFailure
@@ -21,8 +22,6 @@ from concerto.nlp.embeddings import Embedder
 from concerto.packs.metrics.agent import MetricsAgent
 from concerto.settings import Settings
 from concerto.testing import run_agent
-
-from .conftest import context_for, metrics_settings
 
 TOKEN = "glsa_test_token"
 

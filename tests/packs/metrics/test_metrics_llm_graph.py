@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from _helpers.metrics import context_for
 from _services.prometheus import LocalPrometheus
 from concerto.agents.base import AgentContext, AgentFailure
 from concerto.llm.base import LLMError
@@ -22,8 +23,6 @@ from concerto.packs.metrics.node import NodeDeps
 from concerto.resources import Resources
 from concerto.settings import Settings
 from concerto.testing import ScriptedLLM, run_agent
-
-from .conftest import context_for
 
 pytestmark = pytest.mark.prometheus
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from _helpers.metrics import context_for
 from _services.llama import LlamaServer
 from concerto.agents.base import AgentFailure
 from concerto.llm.openai_compat import llm_from_settings
@@ -19,8 +20,6 @@ from concerto.packs.metrics.agent import MetricsAgent
 from concerto.packs.metrics.models import MetricsQueryResult
 from concerto.settings import Settings
 from concerto.testing import run_agent
-
-from .conftest import context_for
 
 pytestmark = [pytest.mark.llm, pytest.mark.prometheus]
 

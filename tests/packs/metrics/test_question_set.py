@@ -5,28 +5,16 @@ category."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections import Counter
 from pathlib import Path
-from types import ModuleType
+
+from benchmarks import bench_questions
 
 BENCHMARKS = Path(__file__).resolve().parents[3] / "benchmarks"
 
 
-def _module(name: str, path: Path) -> ModuleType:
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
 def test_every_question_of_the_set_is_planned_as_expected() -> None:
-    bench = _module("concerto_bench_questions", BENCHMARKS / "bench_questions.py")
-    scored = bench.score("metrics")
+    scored = bench_questions.score("metrics")
     failures = [f"{s.item['id']} {s.item['question']!r}: {'; '.join(s.problems)}" for s in scored if not s.right]
     assert not failures, "\n".join(failures)
 

@@ -1,13 +1,17 @@
-"""Asking the `kpi` agent one question as the orchestrator does (`prepare`, then `run`), for the
-pack's test modules (a helper module: test modules do not import one another)."""
+"""Helpers of the KPI pack's tests: the questions' clock, and asking the `kpi` agent one
+question as the orchestrator does (`prepare`, then `run`)."""
 
 from __future__ import annotations
+
+from datetime import UTC, datetime
 
 import pytest
 
 from concerto.agents.base import AgentContext, AgentFailure, AgentResult
 from concerto.packs.kpi.agent import KPIAgent
 from concerto.testing import run_agent
+
+NOW = datetime(2025, 6, 15, 9, 30, tzinfo=UTC)
 
 
 async def ask(agent: KPIAgent, context: AgentContext, question: str) -> AgentResult:
