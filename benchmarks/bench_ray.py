@@ -86,6 +86,7 @@ async def overhead(runs: int) -> tuple[list[str], dict[str, float]]:
 
     from benchmarks.bench_ray import NoopAgent  # this file as a module (not __main__), so workers import it
     from concerto.agents.base import AgentContext
+    from concerto.agents.task import TaskInput
     from concerto.cluster.ray_runner import RayRunner
     from concerto.contracts.orchestrator import OrchestratorInput
     from concerto.contracts.plan import AgentTask, OrchestrationPlan
@@ -111,7 +112,7 @@ async def overhead(runs: int) -> tuple[list[str], dict[str, float]]:
 
     async def plain() -> None:
         context = AgentContext(query=query, now=NOW, settings=settings, resources=resources, agent="noop")
-        result = await noop.run(context, {"request": "no-op"})
+        result = await noop.run(context, TaskInput(question="no-op"))
         assert result.output == {"agent": "noop"}
 
     floor_actor: Any = ray.remote(num_cpus=0)(_FloorActor).remote()
