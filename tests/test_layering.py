@@ -37,6 +37,10 @@ BELOW_THE_STORE = ("settings", "redact", "log_redaction")
 SURFACES_AND_PACKS = ("server", "protocols", "data", "mcp", "packs")
 # Packs that are also layers other packs and the protocols build on (decisions 13 and 15).
 SHARED_LAYERS = ("data", "mcp")
+# What users run (the CLI, its commands, the Python API and the package's public names in
+# `concerto/__init__.py`) and the core's own `Pack` declaration: the top, which nothing below
+# imports (but the app, which mounts the core's routes).
+TOP = ("concerto", "cli", "cli_input", "cli_render", "commands", "api", "core", "__main__")
 # What a sibling may import of another: module → why it is public.
 PUBLIC = {"concerto.server.errors": "the HTTP API's JSON error, for every router mounted on the app"}
 
@@ -136,6 +140,15 @@ def reaches_into_a_sibling(i: Import) -> bool:
     return not shared and i.imported not in PUBLIC
 
 
+def reaches_up_to_the_top(i: Import) -> bool:
+    """Nothing below the top (`TOP`: the CLI, its commands, the Python API, the core's `Pack`)
+    imports it: the engine, the surfaces and the packs are what the top assembles. The one
+    exception is the app mounting the core's routes (`server.app` → `concerto.core`)."""
+    if is_in(i.importer, TOP) or not is_in(i.imported, TOP):
+        return False
+    return not (part(i.importer) == "server" and i.imported == "concerto.core")
+
+
 def uses_the_test_doubles(i: Import) -> bool:
     """`concerto.testing` (ScriptedLLM, fake agents, the LLM guard) is for tests and users' fakes."""
     return i.imported == "concerto.testing"
@@ -196,6 +209,11 @@ def test_surfaces_and_packs_import_no_siblings_internals() -> None:
     assert not found, broken("a surface or pack imports a sibling's internals", found)
 
 
+def test_nothing_below_imports_the_cli_the_python_api_or_the_core_pack() -> None:
+    found = [i for i in graph() if reaches_up_to_the_top(i)]
+    assert not found, broken("a module below the top imports the CLI, the Python API or the core pack", found)
+
+
 def test_concerto_testing_is_for_tests_only() -> None:
     """No module of src/ imports `concerto.testing` but itself."""
     found = [i for i in graph() if uses_the_test_doubles(i)]
@@ -208,7 +226,13 @@ def test_each_rule_tells_a_breaking_import_from_an_allowed_one() -> None:
     def edge(importer: str, imported: str) -> Import:
         return Import(importer, "x.py", 1, imported)
 
-    rules = (store_reaches_up, core_names_a_surface_or_pack, reaches_into_a_sibling, uses_the_test_doubles)
+    rules = (
+        store_reaches_up,
+        core_names_a_surface_or_pack,
+        reaches_into_a_sibling,
+        reaches_up_to_the_top,
+        uses_the_test_doubles,
+    )
     breaking = {
         edge("concerto.store.sqlite", "concerto.orchestrator.events"): store_reaches_up,
         edge("concerto.store", "concerto.data.settings"): store_reaches_up,
@@ -223,6 +247,11 @@ def test_each_rule_tells_a_breaking_import_from_an_allowed_one() -> None:
         edge("concerto.data.routes", "concerto.packs.analytics.sql"): reaches_into_a_sibling,
         edge("concerto.mcp.client", "concerto.data.store"): reaches_into_a_sibling,
         edge("concerto.packs.kpi.cli", "concerto.testing"): uses_the_test_doubles,
+        edge("concerto.orchestrator.engine", "concerto.commands.serve"): reaches_up_to_the_top,
+        edge("concerto.agents.loader", "concerto.core"): reaches_up_to_the_top,
+        edge("concerto.packs.kpi.agent", "concerto.api"): reaches_up_to_the_top,
+        edge("concerto.packs.kpi.cli", "concerto.commands.ask"): reaches_up_to_the_top,
+        edge("concerto.server.routes.ask", "concerto.cli_render"): reaches_up_to_the_top,
     }
     for i, rule in breaking.items():
         assert rule(i), f"{rule.__name__} lets {i} through"
@@ -240,6 +269,9 @@ def test_each_rule_tells_a_breaking_import_from_an_allowed_one() -> None:
         edge("concerto.protocols.mcp_server", "concerto.mcp.serve"),
         edge("concerto.packs.kpi.store", "concerto.packs.kpi.interpret"),
         edge("concerto.cli", "concerto.server.app"),
+        edge("concerto.commands.serve", "concerto.server.app"),
+        edge("concerto.server.app", "concerto.core"),
+        edge("concerto.api", "concerto.orchestrator.engine"),
     ]
     for i in allowed:
         assert [r.__name__ for r in rules if r(i)] == [], f"{i} is allowed"

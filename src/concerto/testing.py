@@ -128,9 +128,11 @@ async def run_agent(
 ) -> AgentResult:
     """Answer `question` (the context's, when None) with one agent, as the executor does: the
     agent's `prepare` reads it into the task's inputs, unless `inputs` are given (then used as
-    they are, as a plan task's `input_payload` would be)."""
+    a plan task's `input_payload` is: over the question's parameters, `source` included)."""
     question = context.query.query if question is None else question
-    read = await agent.prepare(question, context) if inputs is None else inputs
+    if inputs is not None:
+        return await agent.run(context, TaskInput.build(context.query, request=question, task_input=inputs))
+    read = await agent.prepare(question, context)
     return await agent.run(context, TaskInput.build(context.query, request=question, prepared=read))
 
 

@@ -25,7 +25,12 @@ def test_the_question_is_the_plan_task_s_request_else_the_user_s() -> None:
 def test_the_source_comes_from_the_task_then_the_fields_then_the_parameters() -> None:
     both = OrchestratorInput(query="q", source="sales", data_source_id="ds-1", parameters={"source": "p"})
     assert requested_source(both) == "sales"
-    assert requested_source(both, {"data_source_id": "configured"}) == "configured"
+    assert requested_source(both, {"source": "configured"}) == "configured"
+    assert requested_source(both, {"data_source_id": "configured"}) == "sales"  # a source beats an id anywhere
+    assert requested_source(OrchestratorInput(query="q", data_source_id="A", parameters={"source": "B"})) == "B"
+    assert requested_source(OrchestratorInput(query="q"), None, {"source": "read"}) == "read"
+    read = TaskInput.build(OrchestratorInput(query="q"), prepared={"source": "read", "k": 1})
+    assert read.source == "read" and read.inputs == {"k": 1}
     assert requested_source(OrchestratorInput(query="q", data_source_id="ds-1")) == "ds-1"
     assert requested_source(OrchestratorInput(query="q", parameters={"data_source_id": "p"})) == "p"
     assert requested_source(OrchestratorInput(query="q")) is None
@@ -64,17 +69,18 @@ def earlier() -> AgentDispatchResponse:
 
 
 def test_no_agent_reads_what_its_task_carries_from_the_question() -> None:
-    """`context.query.<value>` for a value the task carries is a second channel (issue 27)."""
+    """`<anything>.query.<value>` for a value the task carries is a second channel (issue 27):
+    in the packs, the MCP adapter, the LangGraph adapter and the data layer's agents' helpers.
+    (`ready` and `first_use` get the question itself, not a task: they use `named_source`.)"""
+    where = [SRC / "packs", SRC / "mcp", SRC / "protocols" / "langgraph.py", SRC / "cluster"]
     found = []
-    for path in (SRC / "packs").rglob("*.py"):
+    for path in (p for w in where for p in ([w] if w.is_file() else w.rglob("*.py"))):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if (
                 isinstance(node, ast.Attribute)
                 and node.attr in TASK_VALUES
                 and isinstance(node.value, ast.Attribute)
                 and node.value.attr == "query"
-                and isinstance(node.value.value, ast.Name)
-                and node.value.value.id in ("context", "ctx")
             ):
-                found.append(f"{path.relative_to(SRC)}:{node.lineno} context.query.{node.attr}")
+                found.append(f"{path.relative_to(SRC)}:{node.lineno} {ast.unparse(node)}")
     assert not found, "read it from the task instead: " + ", ".join(found)

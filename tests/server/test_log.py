@@ -4,6 +4,7 @@ with) on both backends of the store: SQLite in a data dir and a real PostgreSQL 
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -13,6 +14,7 @@ import pytest
 
 from _services.databases import databases, events
 from concerto.server.log import ServerLog, StoredRun
+from concerto.server.startup import register_tables
 from concerto.store import Limits
 
 MakeLog = Callable[..., ServerLog]
@@ -94,6 +96,24 @@ def test_pruning_drops_what_is_older_than_the_age_limit(make_log: MakeLog) -> No
     assert log.events("old") == [] and len(log.events("new")) == 3
     assert log.run("old") is None and log.run("new") is not None
     assert log.turns("c") == [] and len(log.turns("d")) == 1
+
+
+def test_a_server_that_answers_no_conversation_still_prunes_the_turns(make_log: MakeLog) -> None:
+    """After a restart a server registers the turns' table at start-up (`register_tables`), so
+    its event writes prune turns older than the age limit though it answers no conversation."""
+    before = make_log(Limits(max_age_days=1))
+    before.add_turns("c", [("user", "my account number is 42")], "q1")
+    old = time.time() - 2 * 86_400
+    before.database.transaction(
+        lambda x: x("UPDATE turns SET ts = ? WHERE conversation_id = ?", (old, "c")), write=True
+    )
+    restarted = make_log(Limits(max_age_days=1))  # another process: nothing of the server's registered
+    restarted.event_log.write(events("new", 3))
+    restarted.database.prune()
+    assert len(before.turns("c")) == 1  # only the events' pruning ran
+    asyncio.run(register_tables(restarted))
+    restarted.database.prune()
+    assert before.turns("c") == []
 
 
 def test_runs_go_with_their_events(make_log: MakeLog) -> None:

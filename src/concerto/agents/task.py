@@ -68,7 +68,8 @@ class TaskInput(BaseModel):
         Built without validation (every value comes from validated contracts): the executor
         builds one per task, and overhead near plain asyncio counts."""
         if prepared or query.parameters or task_input:
-            inputs = {**(prepared or {}), **_without_source(query.parameters), **_without_source(task_input or {})}
+            layers = (prepared or {}, query.parameters, task_input or {})
+            inputs = {k: v for layer in layers for k, v in layer.items() if k not in SOURCE_KEYS}
             brand = inputs.get("brand")
         else:
             inputs, brand = {}, None
@@ -77,7 +78,7 @@ class TaskInput(BaseModel):
             {
                 "question": request or query.query,
                 "inputs": inputs,
-                "source": requested_source(query, task_input),
+                "source": requested_source(query, task_input, prepared),
                 "brand": str(brand) if brand else query.brand,
                 "business_context": query.context,
                 "previous": previous or [],
@@ -86,21 +87,21 @@ class TaskInput(BaseModel):
         )
 
 
-def requested_source(query: OrchestratorInput, task_input: Mapping[str, Any] | None = None) -> str | None:
-    """The source a task is about: the plan task's own input first (an intent table configures
-    its tasks), then the question's `source` and `data_source_id` fields, then either given as
-    a parameter (`--param source=...`)."""
-    if not task_input and not query.parameters:  # the usual case, on every task: no dict to look in
+def requested_source(
+    query: OrchestratorInput, task_input: Mapping[str, Any] | None = None, prepared: Mapping[str, Any] | None = None
+) -> str | None:
+    """The source a task is about: a `source` wherever it is given, else a `data_source_id`;
+    for each, the plan task's own input first (an intent table configures its tasks), then the
+    question's field, then its parameters (`--param source=...`), then what the agent read
+    from the question (`prepare`). The same order the payload dict of old had."""
+    if not task_input and not query.parameters and not prepared:  # the usual case: no dict to look in
         return query.source or query.data_source_id
-    for given in (task_input or {}, {"source": query.source, "data_source_id": query.data_source_id}, query.parameters):
-        for key in SOURCE_KEYS:
+    fields = {"source": query.source, "data_source_id": query.data_source_id}
+    for key in SOURCE_KEYS:
+        for given in (task_input or {}, fields, query.parameters, prepared or {}):
             if value := given.get(key):
                 return str(value)
     return None
-
-
-def _without_source(given: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in given.items() if k not in SOURCE_KEYS}
 
 
 def prior_result(response: AgentDispatchResponse, request: str | None) -> PriorResult:

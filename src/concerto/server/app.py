@@ -12,12 +12,13 @@
 - what the OpenAPI document says of the edge (`server/openapi.py`).
 
 What outlives a request (runs, conversations, the event log) is in the shared log
-(`concerto.orchestrator.log`), so several processes behind a load balancer serve one
+(`server/log.py` and `orchestrator/log.py` on `concerto.store`), so several processes behind a load balancer serve one
 conversation and one run (docs/scale-out.md).
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -80,10 +81,12 @@ def _lifespan(
         app.state.orchestrator = orch
         app.state.log = ServerLog.of(orch.settings)
         app.state.runs = Runs(orch, app.state.log)
+        tables = asyncio.create_task(startup.register_tables(app.state.log), name="register-tables")
         warm, app.state.router_loaded, app.state.first_use = startup.start(orch)
         try:
             yield
         finally:
+            tables.cancel()
             warm.cancel()
             app.state.router_loaded.cancel()
             app.state.first_use.cancel()

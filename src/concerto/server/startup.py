@@ -1,6 +1,7 @@
 """What the app does in the background as it starts, so that no question waits for it:
-the warm-up (imports the first question would otherwise make while its events stream), then
-the router and its embedding model, then the agents' first-use data. `/ready`
+registering the shared log's tables; the warm-up (imports the first question would otherwise
+make while its events stream), then the router and its embedding model, then the agents'
+first-use data. `/ready`
 (`routes/health.py`) reports the last two.
 
 The server names no pack: what a pack's agents need imported is the pack's own `warm_up`
@@ -16,6 +17,8 @@ from starlette.concurrency import run_in_threadpool
 
 from concerto.agents.pack import Pack, resolve
 from concerto.orchestrator.engine import Orchestrator
+from concerto.server.log import ServerLog
+from concerto.store import LogUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +30,18 @@ def start(orch: Orchestrator) -> tuple[asyncio.Task[None], asyncio.Task[str | No
     router_loaded = asyncio.create_task(load_router(orch, warm), name="load-router")
     first_use = asyncio.create_task(prepare_first_use(orch, router_loaded), name="first-use")
     return warm, router_loaded, first_use
+
+
+async def register_tables(shared: ServerLog) -> None:
+    """Register the runs' and turns' tables (with their pruning) at start-up, not at the first
+    run or conversation: from then on this process prunes them as it writes events, so turns
+    (the users' text) are kept no longer than `CONCERTO_EVENTS_MAX_AGE_DAYS` even by a server
+    that answers no conversation after a restart. A database that cannot be reached yet is
+    what `/ready` reports; the first use registers them then."""
+    try:
+        await asyncio.to_thread(shared.create_tables)
+    except LogUnavailable as exc:
+        log.warning("the shared log's tables are not registered yet: %s", exc)
 
 
 async def warm_up(orch: Orchestrator) -> None:

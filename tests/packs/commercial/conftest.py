@@ -1,5 +1,5 @@
 """The commercial agents on the built-in data set in a temporary DuckDB data dir: `run_agent`
-calls one agent's `run` as the executor would (payload, context), without routing."""
+calls one agent's `run` as the executor would (its `TaskInput` and context), without routing."""
 
 from __future__ import annotations
 

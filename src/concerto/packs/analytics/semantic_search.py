@@ -18,7 +18,7 @@ from sqlglot import exp
 from concerto.agents.base import AgentFailure, AgentInfo
 from concerto.contracts.common import ErrorKind
 from concerto.contracts.orchestrator import OrchestratorInput
-from concerto.data.sources import store_for
+from concerto.data.sources import named_source, store_for
 from concerto.data.store import QueryFailed, SourceError
 from concerto.packs.analytics import sql, words
 from concerto.packs.analytics._base import AnalyticsAgent, Executed, Insights, Planned, Work
@@ -66,7 +66,7 @@ class SemanticSearchAgent(AnalyticsAgent):
             contexts = store_for(self.settings, self.resources).contexts()
         except (QueryFailed, SourceError):
             return None  # the database's trouble is reported when a question runs
-        named = (query.source or query.data_source_id) if query is not None else None
+        named = named_source(query)
         mine = [c for c in contexts if c.name == named or c.data_source_id == named] if named else contexts
         if named is None and len([c for c in contexts if c.name != "demo"]) == 1:
             mine = [c for c in contexts if c.name != "demo"]

@@ -91,11 +91,18 @@ async def _router_check(loading: asyncio.Task[str | None]) -> Check:
 
 
 async def _log_check(shared: ServerLog) -> Check:
+    """The shared log answers and holds the server's tables (a role that cannot create them is
+    not ready, as it would fail at its first run)."""
     try:
-        await asyncio.wait_for(asyncio.to_thread(shared.ping), 5)
+        await asyncio.wait_for(asyncio.to_thread(_usable, shared), 5)
     except (LogUnavailable, TimeoutError) as exc:
         return Check(ok=False, detail=str(exc) or f"{shared.where} did not answer within 5 s")
     return Check(ok=True)
+
+
+def _usable(shared: ServerLog) -> None:
+    shared.create_tables()
+    shared.ping()
 
 
 async def _cluster_check(address: str) -> Check:
