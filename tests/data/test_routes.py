@@ -14,13 +14,13 @@ import httpx
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-import schemathesis
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import CHECKS
 from schemathesis.config import SchemathesisConfig
 from schemathesis.specs.openapi.checks import negative_data_rejection
 
+from _helpers.openapi import asgi_schema
 from _services.postgres import Postgres
 from concerto.agents.loader import Packs
 from concerto.agents.registry import AgentRegistry
@@ -326,9 +326,8 @@ CONFIG = SchemathesisConfig.from_dict(
         }
     }
 )
-schema = schemathesis.openapi.from_asgi(
-    "/openapi.json", _app(Path(tempfile.mkdtemp(prefix="concerto-data-openapi-"))), config=CONFIG
-).include(path_regex="^/v1/data/")
+app = _app(Path(tempfile.mkdtemp(prefix="concerto-data-openapi-")))
+schema = asgi_schema(app, CONFIG).include(path_regex="^/v1/data/")  # not `from_asgi` (_helpers/openapi.py)
 
 
 @schema.parametrize()

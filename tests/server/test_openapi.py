@@ -26,6 +26,7 @@ from schemathesis.core.mutations import OperatorKind
 from schemathesis.core.parameters import ParameterLocation
 from schemathesis.specs.openapi.checks import negative_data_rejection
 
+from _helpers.openapi import asgi_schema
 from concerto.agents.loader import load_packs
 from concerto.agents.registry import AgentRegistry
 from concerto.orchestrator.engine import Orchestrator
@@ -66,13 +67,11 @@ RAW: dict[str, Any] = {
     ],
 }
 CONFIG = SchemathesisConfig.from_dict(RAW)
-schema = schemathesis.openapi.from_asgi("/openapi.json", _app(), config=CONFIG)
+schema = asgi_schema(_app(), CONFIG)  # not `from_asgi`: it would start the app here (_helpers/openapi.py)
 # With CONCERTO_API_TOKEN: the document declares the bearer scheme, schemathesis sends the token,
 # and its `ignored_auth` check sends requests without it (or with a wrong one) and expects 401.
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
-guarded = schemathesis.openapi.from_asgi(
-    "/openapi.json", _app(api_token=TOKEN), config=SchemathesisConfig.from_dict({**RAW, "headers": AUTH}), headers=AUTH
-)
+guarded = asgi_schema(_app(api_token=TOKEN), SchemathesisConfig.from_dict({**RAW, "headers": AUTH}))
 
 
 # Paths whose 404 says that what the path names does not exist, and how it says so.

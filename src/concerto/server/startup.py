@@ -37,7 +37,10 @@ async def register_tables(shared: ServerLog) -> None:
     run or conversation: from then on this process prunes them as it writes events, so turns
     (the users' text) are kept no longer than `CONCERTO_EVENTS_MAX_AGE_DAYS` even by a server
     that answers no conversation after a restart. A database that cannot be reached yet is
-    what `/ready` reports; the first use registers them then."""
+    what `/ready` reports; the first use registers them then. A SQLite file nothing has
+    written yet is left unmade (nothing to prune)."""
+    if shared.database.unmade():
+        return
     try:
         await asyncio.to_thread(shared.create_tables)
     except LogUnavailable as exc:

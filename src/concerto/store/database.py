@@ -141,6 +141,11 @@ class Database(ABC):
         with self._lock:
             self._disconnect()
 
+    def unmade(self) -> bool:
+        """True while the database does not exist yet (a SQLite file nothing has written), so
+        there is nothing to prune and no reason to make it now."""
+        return False
+
     def ping(self) -> None:
         """Raise LogUnavailable unless the database answers."""
         self._run(lambda x: x("SELECT 1"), write=False)

@@ -33,6 +33,9 @@ class SqliteDatabase(Database):
     def where(self) -> str:
         return str(self.path)
 
+    def unmade(self) -> bool:
+        return not self.path.exists()
+
     def _connection(self) -> sqlite3.Connection:
         if self._con is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
