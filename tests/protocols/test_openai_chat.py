@@ -29,6 +29,7 @@ from openai.types.chat import ChatCompletionMessageParam, ChatCompletionUserMess
 from schemathesis.checks import CHECKS
 from schemathesis.config import SchemathesisConfig
 
+from _helpers.openapi import asgi_schema
 from _services.ports import free_port, stop, wait_for_http
 from concerto.agents.base import Agent, AgentContext
 from concerto.agents.loader import Packs
@@ -456,9 +457,8 @@ _orchestrator = Orchestrator(
     registry=AgentRegistry(_AGENTS),
     packs=Packs([protocols_pack]),
 )
-schema = schemathesis.openapi.from_asgi("/openapi.json", create_app(orchestrator=_orchestrator), config=CONFIG).include(
-    path_regex="^/v1/(models|chat/)"
-)
+# not `from_asgi`: it would start the app during collection (_helpers/openapi.py)
+schema = asgi_schema(create_app(orchestrator=_orchestrator), CONFIG).include(path_regex="^/v1/(models|chat/)")
 
 
 @schemathesis.check
