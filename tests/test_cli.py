@@ -160,6 +160,36 @@ def test_ask_options_come_from_the_input_contract(install_plugin, tmp_path: Path
     assert set(OrchestratorInput.model_fields) - {"query"} <= flags
 
 
+VALUES = '''
+from concerto import Agent, AgentInfo, AgentResult, Pack
+
+class Counter(Agent):
+    """Answers with values a program reads."""
+
+    info = AgentInfo(name="counter", description="Counts things.")
+
+    def match_structured(self, text):
+        return {} if text.startswith("count:") else None
+
+    async def run(self, context, task):
+        return AgentResult(summary="Two things: 42 and Seattle.", answer_values=[42, "Seattle", 2.5])
+
+pack = Pack(name="counter", agents=[Counter])
+'''
+
+
+def test_brief_prints_just_the_answer_values(install_plugin, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """`--format brief` prints the answer's values, one a line, when the answer has some (issue 28)."""
+    install_plugin("counter_pack", VALUES, {"concerto.agents": {"counter": "counter_pack:pack"}})
+    env = {**os.environ, "PYTHONPATH": str(tmp_path), "CONCERTO_AGENTS": "counter"}
+    asked = [sys.executable, "-m", "concerto.cli", "ask", "count: things"]
+    r = subprocess.run([*asked, "--format", "brief"], capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["42", "Seattle", "2.5"]
+    whole = subprocess.run([*asked, "--json"], capture_output=True, text=True, timeout=120, env=env)
+    assert json.loads(whole.stdout)["answer_values"] == [42, "Seattle", 2.5]
+
+
 def test_bad_param_is_a_usage_error(run) -> None:  # type: ignore[no-untyped-def]
     r = run("ask", "echo: hi", "--param", "no-equals-sign")
     assert r.exit_code == 2 and "KEY=VALUE" in r.err

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from concerto.agents.task import TaskInput
-from concerto.contracts.common import ErrorKind
+from concerto.contracts.common import AnswerValues, ErrorKind
 from concerto.contracts.events import EventType
 from concerto.contracts.orchestrator import OrchestratorInput
 
@@ -95,6 +95,7 @@ class AgentResult(BaseModel):
     unanswered: list[Unanswered] = Field(
         default_factory=list, description="Parts of the question this result does not cover, and why"
     )
+    answer_values: AnswerValues = None
 
 
 class AgentFailure(Exception):

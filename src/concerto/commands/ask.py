@@ -53,6 +53,11 @@ def ask(question: str, as_json: bool, as_yaml: bool, now: str | None, trace: boo
 
     if as_json:
         click.echo(result.model_dump_json(indent=2))
+    elif payload.get("output_format") == "brief" and getattr(result, "answer_values", None) is not None:
+        import json
+
+        for value in result.answer_values:  # just the values, one a line (numbers as JSON numbers)
+            click.echo(value if isinstance(value, str) else json.dumps(value))
     elif as_yaml:
         from concerto.contracts.handoff import result_yaml
         from concerto.settings import Settings

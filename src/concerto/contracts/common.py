@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import date, datetime, time
+from decimal import Decimal
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from concerto.redact import scrub, scrub_data
 
@@ -68,3 +70,42 @@ class AgentError(BaseModel):
     def _scrub_details(cls, value: dict[str, Any]) -> dict[str, Any]:
         scrubbed: dict[str, Any] = scrub_data(value)
         return scrubbed
+
+
+def answer_value(value: Any) -> str | int | float:
+    """One value of an answer as a program reads it (issue 28's `answer_values`): numbers as
+    numbers (numpy's and Decimal's too), dates as `YYYY-MM-DD` (a time of day is kept only when
+    it is not midnight), yes/no for a truth value, anything else as its text."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int | float):
+        return value
+    if isinstance(value, Decimal):
+        return float(value)
+    if isinstance(value, datetime):
+        return value.date().isoformat() if value.time() == time() else value.isoformat()
+    if isinstance(value, date):
+        return value.isoformat()
+    item = getattr(value, "item", None)  # a numpy scalar
+    if callable(item):
+        return answer_value(item())
+    return str(value)
+
+
+def _answer_values(value: Any) -> Any:
+    if value is None:
+        return None
+    if not isinstance(value, list | tuple):
+        raise ValueError("answer_values is a list of values, or null")
+    return [answer_value(v) for v in value]
+
+
+AnswerValues = Annotated[
+    list[str | int | float] | None,
+    BeforeValidator(_answer_values),
+    Field(
+        description="The answer's values when the question asks for specific values (a cell, a count, a "
+        "total, a name, a list of names), in the order asked: numbers as numbers, dates as YYYY-MM-DD; "
+        "null when the answer is a narrative",
+    ),
+]

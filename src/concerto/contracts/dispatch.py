@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from concerto.contracts.common import AgentError, AgentName, ErrorKind, ExecutionStatus
+from concerto.contracts.common import AgentError, AgentName, AnswerValues, ErrorKind, ExecutionStatus
 
 MIN_TIMEOUT_MS = 1
 MAX_TIMEOUT_MS = 600_000
@@ -42,5 +42,6 @@ class AgentDispatchResponse(BaseModel):
     key_findings: list[str] = Field(default_factory=list)
     errors: list[AgentError] = Field(default_factory=list)
     entities: dict[str, Any] = Field(default_factory=dict, description="What the agent recognised in the question")
+    answer_values: AnswerValues = None
     used_fallback: bool = False
     fallback_reason: str | None = None

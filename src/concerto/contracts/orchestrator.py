@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.json_schema import JsonDict
 
 from concerto.contracts.base import BaseAgentInput, BaseAgentOutput
-from concerto.contracts.common import AgentName, ExecutionStatus
+from concerto.contracts.common import AgentName, AnswerValues, ExecutionStatus
 from concerto.contracts.dispatch import AgentDispatchResponse
 from concerto.redact import scrub
 
@@ -214,6 +214,7 @@ class OrchestratorOutput(BaseAgentOutput):
         default_factory=list,
         description="What the orchestrator had to fall back on (e.g. LLM plan invalid)",
     )
+    answer_values: AnswerValues = None
 
     @field_validator("notes")
     @classmethod

@@ -370,6 +370,7 @@ class Orchestrator:
             follow_up_questions=synthesis.follow_up_questions,
             intent_classification=cls,
             notes=notes,
+            answer_values=synthesis.answer_values,
         )
 
     def _direct(self, name: str, question: str) -> RouteDecision:

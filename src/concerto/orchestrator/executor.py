@@ -316,6 +316,7 @@ class Executor:
             key_findings=findings,
             errors=errors,
             entities=result.entities if result else {},
+            answer_values=result.answer_values if result and final.error is None else None,
             used_fallback=agent_name != task.agent,
             fallback_reason=fallback_reason,
         )

@@ -24,6 +24,7 @@ class Synthesis:
     key_findings: list[str]
     follow_up_questions: list[str]
     notes: list[str] = field(default_factory=list)
+    answer_values: list[str | int | float] | None = None
 
 
 def unanswered(r: AgentDispatchResponse) -> list[str]:
@@ -31,6 +32,18 @@ def unanswered(r: AgentDispatchResponse) -> list[str]:
     if r.status is not ExecutionStatus.COMPLETED:
         return []
     return [f"Not answered: {e.message.rstrip('.')}." for e in r.errors if "part" in e.details]
+
+
+def answer_values(
+    ok: list[AgentDispatchResponse], writer: AgentDispatchResponse | None
+) -> list[str | int | float] | None:
+    """The answer's values: the writer's when an agent wrote the answer from the others', else
+    those of every completed result that has some, in plan order (the order the question asked
+    its parts); None when no result gives values (a narrative answer)."""
+    if writer is not None:
+        return writer.answer_values
+    given = [r.answer_values for r in ok if r.answer_values is not None]
+    return [v for values in given for v in values] if given else None
 
 
 def _label(agent: str) -> str:
@@ -104,6 +117,7 @@ class Synthesizer:
             response_type="explanation" if writer is not None else "direct" if len(results) == 1 else "synthesized",
             key_findings=findings,
             follow_up_questions=self._follow_ups(results),
+            answer_values=answer_values(ok, writer),
         )
 
     def _writer(self, results: list[AgentDispatchResponse]) -> AgentDispatchResponse | None:

@@ -9,6 +9,7 @@ import pytest
 
 from _helpers.analytics import ask, output, rows
 from concerto.contracts.events import EventType
+from concerto.contracts.orchestrator import OrchestratorOutput
 from concerto.data.demo import planted
 from concerto.orchestrator.engine import Orchestrator
 from concerto.orchestrator.events import EventStream
@@ -152,3 +153,18 @@ async def test_same_question_same_sql_and_answer_on_every_run_and_store(duck: Or
         assert first.response == again.response == other.response
         sql = [[q["sql"] for q in a.agent_results[0].output["queries_executed"]] for a in (first, again)]
         assert sql[0] == sql[1]
+
+
+async def test_answer_values_give_a_one_cell_answer_and_a_ranking_s_names(orchestrator: Orchestrator) -> None:
+    """`answer_values` (issue 28): a total as a number; "which N" as the names, in order; a
+    breakdown by a category is an analysis (null)."""
+    from concerto.data.demo import demo_table
+
+    table = demo_table().to_pandas()
+    total = await ask(orchestrator, "what is the total sales?")
+    assert total.answer_values == [pytest.approx(round(float(table["sales"].sum()), 2))]
+    by_region = table.groupby("region")["sales"].sum().sort_values(ascending=False)
+    # asked of the agent itself: which agent a ranking reaches is routing's business (issue 28, item 4)
+    top = await orchestrator.ask("which 2 regions have the highest total sales?", agent="sql_analytics")
+    assert isinstance(top, OrchestratorOutput) and top.answer_values == list(by_region.index[:2])
+    assert (await ask(orchestrator, "total sales by region")).answer_values is None

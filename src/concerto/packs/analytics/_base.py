@@ -161,7 +161,13 @@ class AnalyticsAgent(Agent):
             follow_up_questions=found.follow_ups,
             entities=self._entities(work),
             unanswered=self.unanswered(work),
+            answer_values=self.answer_values(work, executed),
         )
+
+    def answer_values(self, work: Work, executed: list[Executed]) -> list[object] | None:
+        """The answer's values when the question asks for specific ones (a count, a total, the
+        names of the top N); None (the default) when the answer is an analysis."""
+        return None
 
     def unanswered(self, work: Work) -> list[Unanswered]:
         """Parts of the question the answer leaves out: a breakdown ("by planet") or a place

@@ -173,6 +173,9 @@ class SQLAnalyticsAgent(AnalyticsAgent):
         word = "highest" if kind == "max" else "lowest"
         return Planned(f"{word} {measure}", query, "bar", shown[0] if shown else None, [measure])
 
+    def answer_values(self, work: Work, executed: list[Executed]) -> list[object] | None:
+        return _values(work, executed)
+
     def insights(self, work: Work, executed: list[Executed]) -> Insights:
         e = executed[0]
         assert e.result is not None
@@ -205,6 +208,30 @@ class SQLAnalyticsAgent(AnalyticsAgent):
         if e.result.truncated:
             findings.append(f"Only the first {e.result.row_count} rows are shown.")
         return Insights(summary, findings, follow_ups=_follow_ups(work))
+
+
+def _values(work: Work, executed: list[Executed]) -> list[object] | None:
+    """What the one query answered, as values: the value of a one-cell answer (a count, a
+    total); for a ranking or an extreme row, the names when the question asks which or who
+    ("which 3 products sold most"), else the values ("what was the highest amount"). A table
+    of groups or a series over time is an analysis: None."""
+    e = executed[0] if len(executed) == 1 else None
+    if e is None or e.result is None or not e.result.data:
+        return None
+    rows, planned = e.result.data, e.planned
+    value_column = planned.y[0] if planned.y else e.result.columns[-1]
+    if planned.chart == "table" or planned.x is None:
+        return [rows[0][value_column]] if len(rows) == 1 else None
+    ranked = planned.kind == "" and planned.chart == "bar" and planned.purpose.split()[0] in _RANKED
+    if not ranked:
+        return None
+    column = planned.x if _ASKS_NAME.search(work.request) else value_column
+    return [r[column] for r in rows]
+
+
+_RANKED = {"top", "bottom", "highest", "lowest"}
+# "which region ...", "who ...", "name the ...", "what product ..." (not "what is / was the ...").
+_ASKS_NAME = re.compile(r"^\W*(?:which|who|whom|whose|name|list)\b|^\W*what\s+(?!is\b|was\b|are\b|were\b|'s\b)", re.I)
 
 
 def _counted_column(work: Work) -> str | None:
