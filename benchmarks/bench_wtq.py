@@ -169,7 +169,9 @@ def report(
         f"Run {datetime.now(UTC):%Y-%m-%d %H:%M} UTC at commit {commit}, Python {platform.python_version()}, no LLM:",
         "",
         "```bash",
-        command + (f" --output {args.output}" if args.output else ""),
+        command
+        + (f" --output {args.output}" if args.output else "")
+        + (f" --jsonl {args.jsonl}" if args.jsonl else ""),
         "```",
         "",
         f"{n} questions of `random-split-1-{args.split}` (sorted by id, shuffled with seed {args.seed}, from "
