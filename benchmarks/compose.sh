@@ -30,7 +30,7 @@ cd "$(dirname "$0")/.."
   echo ".venv/bin/python -m benchmarks.bench_data_edges --baseline a33cea2 --cprofile   # writes results/data_edges.md"
   echo "bash benchmarks/compose.sh                     # rebuilds this file"
   echo '```'
-  for part in engine city kpi kpi_load metrics questions packs analytics accuracy commercial page protocols ray first_use faults data_edges; do
+  for part in engine city kpi kpi_load metrics questions packs analytics accuracy commercial page protocols ray first_use faults data_edges wtq; do
     f="benchmarks/results/$part.md"
     [ -f "$f" ] || continue
     echo
