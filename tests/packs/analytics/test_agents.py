@@ -168,3 +168,17 @@ async def test_answer_values_give_a_one_cell_answer_and_a_ranking_s_names(orches
     top = await orchestrator.ask("which 2 regions have the highest total sales?", agent="sql_analytics")
     assert isinstance(top, OrchestratorOutput) and top.answer_values == list(by_region.index[:2])
     assert (await ask(orchestrator, "total sales by region")).answer_values is None
+
+
+async def test_who_had_the_most_names_the_entity_not_its_number(orchestrator: Orchestrator) -> None:
+    """ "who/which ... the most X" is the row with the highest X, answered with its name (a label
+    column whose values are words), not the sum of X (WikiTableQuestions' commonest shape)."""
+    from concerto.data.demo import demo_table
+
+    table = demo_table().to_pandas()
+    answer = await orchestrator.ask("which customer had the most sales?", agent="sql_analytics")
+    assert isinstance(answer, OrchestratorOutput)
+    best = table.groupby("customer_id")["sales"].sum().idxmax()
+    names = set(table.loc[table["customer_id"] == best, "company_name"])
+    assert answer.answer_values is not None and len(answer.answer_values) == 1
+    assert answer.answer_values[0] in names

@@ -30,6 +30,9 @@ _AGGREGATES: list[tuple[re.Pattern[str], Aggregate]] = [
     (re.compile(r"\b(total|sum|overall|combined)\b"), "sum"),
     (re.compile(r"\b(maximum|max|highest|largest|biggest|peak)\b"), "max"),
     (re.compile(r"\b(minimum|min|lowest|smallest)\b"), "min"),
+    # "who had the most points", "the fewest goals": a superlative of an amount (after "how many")
+    (re.compile(r"\bthe most\b(?!\s+(?:common|frequent|popular|recent|often))"), "max"),
+    (re.compile(r"\bthe (?:least|fewest)\b(?!\s+(?:common|frequent|popular|recent|often))"), "min"),
 ]
 _GRAINS: dict[str, Grain] = {
     "day": "day", "daily": "day", "week": "week", "weekly": "week", "month": "month", "monthly": "month",

@@ -225,7 +225,10 @@ def _values(work: Work, executed: list[Executed]) -> list[object] | None:
     ranked = planned.kind == "" and planned.chart == "bar" and planned.purpose.split()[0] in _RANKED
     if not ranked:
         return None
-    column = planned.x if _ASKS_NAME.search(work.request) else value_column
+    if not _ASKS_NAME.search(work.request):
+        return [r[value_column] for r in rows]
+    label = _label_column(work)  # a name ("Jeff Gordon") rather than the key beside it ("24")
+    column = label if label in rows[0] else planned.x
     return [r[column] for r in rows]
 
 
@@ -285,10 +288,16 @@ def _refuse_unknown(work: Work) -> None:
 
 
 def _label_column(work: Work) -> str | None:
-    """A readable name for the entities (company name beside the customer id)."""
+    """A readable name for the entities (company name beside the customer id): the first label
+    column whose samples read as words ("Jeff Gordon"), else the first label column ("07")."""
     source = work.source
     labels = source.columns_with("label")
-    return labels[0] if labels else None
+    worded = [
+        c
+        for c in labels
+        if any(isinstance(v, str) and re.search(r"[^\W\d_]{2}", v) for v in source.detected_types[c].sample_values)
+    ]
+    return (worded or labels or [None])[0]
 
 
 def _scope(work: Work) -> str:
