@@ -297,7 +297,8 @@ def _label_column(work: Work) -> str | None:
         for c in labels
         if any(isinstance(v, str) and re.search(r"[^\W\d_]{2}", v) for v in source.detected_types[c].sample_values)
     ]
-    return (worded or labels or [None])[0]
+    chosen = worded or labels
+    return chosen[0] if chosen else None
 
 
 def _scope(work: Work) -> str:
