@@ -221,7 +221,9 @@ def _values(work: Work, executed: list[Executed]) -> list[object] | None:
     rows, planned = e.result.data, e.planned
     value_column = planned.y[0] if planned.y else e.result.columns[-1]
     if planned.chart == "table" or planned.x is None:
-        return [rows[0][value_column]] if len(rows) == 1 else None
+        if len(rows) != 1 or (_ASKS_WHO.search(work.request) and not isinstance(rows[0][value_column], str)):
+            return None  # "who won ...?" answered by a number is not its answer: say nothing as values
+        return [rows[0][value_column]]
     ranked = planned.kind == "" and planned.chart == "bar" and planned.purpose.split()[0] in _RANKED
     if not ranked:
         return None
@@ -233,6 +235,7 @@ def _values(work: Work, executed: list[Executed]) -> list[object] | None:
 
 
 _RANKED = {"top", "bottom", "highest", "lowest"}
+_ASKS_WHO = re.compile(r"^\W*(?:who|whom|whose|which|name)\b", re.I)
 # "which region ...", "who ...", "name the ...", "what product ..." (not "what is / was the ...").
 _ASKS_NAME = re.compile(r"^\W*(?:which|who|whom|whose|name|list)\b|^\W*what\s+(?!is\b|was\b|are\b|were\b|'s\b)", re.I)
 
