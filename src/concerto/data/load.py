@@ -18,6 +18,7 @@ from typing import Any
 
 import duckdb
 
+from concerto.data.cells import type_cells
 from concerto.data.errors import LoadError, TooLarge, without_paths
 from concerto.data.unpacked import check_parquet, check_workbook
 
@@ -86,13 +87,14 @@ def read_file(
         sql, params, header = _reader(kind, path)
         _limit_memory(con, memory_bytes, columns or len(header))
         _run(con, f"CREATE TABLE {target} AS SELECT * FROM {sql}", params, path, kind, progress)
+    notes = type_cells(con, table, column_types(con, table))
     names = list(column_types(con, table))
     rows = con.execute(f"SELECT count(*) FROM {target}").fetchall()[0][0]
     if not names:
         raise LoadError(f"{path.name} has no columns")
     if rows == 0:
         raise LoadError(f"{path.name} has a header but no data rows")
-    return _renamed(header, names)
+    return _renamed(header, names) + notes
 
 
 def _limit_memory(con: duckdb.DuckDBPyConnection, memory_bytes: int, columns: int) -> None:
