@@ -141,7 +141,6 @@ def _counts(v: str) -> list[str]:
         f"min({currency}) FILTER (WHERE {number} AND {currency} <> '')",
         f"count_if({number} AND regexp_extract({v}, '{_NUMBER}', 4) <> '')",
         f"count_if({number} AND regexp_full_match({v}, '0\\d+'))",
-        f"count_if({number} AND {v} <> regexp_replace({v}, '[^0-9]', '', 'g'))",  # not plain digits
         f"count_if({duration})",
         f"count_if({duration} AND regexp_extract({v}, '{_DURATION}', 3) = '' AND regexp_extract({v}, '{_DURATION}', 4) = '')",
         f"count_if({date})",
@@ -168,9 +167,11 @@ def _enough(parsed: int, present: int) -> bool:
 
 def _decide(column: str, counts: tuple[Any, ...]) -> tuple[str, Parsed] | None:
     """The SQL expression that reads `column` and what it was read as; None: it stays text."""
-    (present, number, units, unit, currencies, currency, fractions, leading_zero, _written) = counts[:9]
-    (duration, clock, date, full_date, number_ex, duration_ex, date_ex) = counts[9:16]
-    (not_number, not_duration, not_date) = counts[16:]
+    (present, number, units, unit, currencies, currency, fractions, leading_zero) = (
+        c if i in (3, 5) else c or 0 for i, c in enumerate(counts[:8])
+    )
+    (duration, clock, date, full_date) = (c or 0 for c in counts[8:12])
+    (number_ex, duration_ex, date_ex, not_number, not_duration, not_date) = counts[12:]
     v = _clean(_quote(column))
     if _enough(number, present) and units <= 1 and currencies <= 1 and not leading_zero:
         if currency and unit:
