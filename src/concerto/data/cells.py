@@ -47,7 +47,14 @@ _DATE_FORMATS = (
 _ORDINALS = ("st", "nd", "rd", "th")
 # Two-part durations without a fraction ("12:30") are clock times unless the name says a duration.
 _DURATION_NAME = re.compile(r"(duration|length|runtime|running|lap|elapsed|^time$|_time$| time$)", re.IGNORECASE)
-_DECIDE_ROWS = 100_000  # the values a decision reads at most (the first rows)
+_DECIDE_ROWS = 100_000
+_SCREEN_ROWS = 50
+_PY_FOOTNOTES = re.compile(_FOOTNOTES)
+_PY_NUMBER = re.compile(r"(?=.*\d)" + _NUMBER.removeprefix("^"))
+_PY_DURATION = re.compile(_DURATION)
+_PY_DATE = re.compile(
+    r"^(\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}|\d{4}|(\d{1,2} )?[A-Za-z]{3,9}\.?( \d{1,2},?)? \d{4})$"
+)  # the values a decision reads at most (the first rows)
 
 
 class Parsed(BaseModel):
@@ -68,10 +75,10 @@ class Parsed(BaseModel):
 
 def type_cells(con: duckdb.DuckDBPyConnection, table: str, types: dict[str, str]) -> list[str]:
     """Convert the text columns of `table` whose values parse; return notes on what changed."""
-    texts = [c for c, t in types.items() if t == "VARCHAR"]
+    quoted = _quote(table)
+    texts = _candidates(con, quoted, [c for c, t in types.items() if t == "VARCHAR"])
     if not texts:
         return []
-    quoted = _quote(table)
     parts = [a for c in texts for a in _counts(_clean(_quote(c)))]
     found = con.execute(f"SELECT {', '.join(parts)} FROM (SELECT * FROM {quoted} LIMIT {_DECIDE_ROWS})").fetchall()[0]
     width = len(parts) // len(texts)
@@ -89,6 +96,24 @@ def type_cells(con: duckdb.DuckDBPyConnection, table: str, types: dict[str, str]
         con.execute(f"COMMENT ON COLUMN {quoted}.{_quote(column)} IS {_literal(parsed.model_dump_json())}")
         notes.append(f"column '{column}': {parsed.describe()}, loaded as {parsed.kind}s")
     return notes
+
+
+def _candidates(con: duckdb.DuckDBPyConnection, table: str, texts: list[str]) -> list[str]:
+    """The text columns whose first values look like numbers, durations or dates (in Python, over
+    a few values): the full test is one SQL aggregate of about twenty regular expressions per
+    column, whose planning alone costs about 25 ms a column; most text columns are names."""
+    if not texts:
+        return []
+    columns = ", ".join(_quote(c) for c in texts)
+    rows = con.execute(f"SELECT {columns} FROM {table} LIMIT {_SCREEN_ROWS}").fetchall()
+    out = []
+    for i, column in enumerate(texts):
+        values = [_PY_FOOTNOTES.sub("", str(r[i]).strip()).strip() for r in rows if r[i] is not None]
+        values = [v for v in values if v.lower() not in _EMPTY]
+        looks = sum(1 for v in values if _PY_NUMBER.match(v) or _PY_DURATION.match(v) or _PY_DATE.match(v))
+        if values and looks >= 0.8 * len(values):
+            out.append(column)
+    return out
 
 
 def parsed_columns(con: duckdb.DuckDBPyConnection, table: str) -> dict[str, Parsed]:
