@@ -222,7 +222,8 @@ def _print_context(context: DataContext, heading: str, most: int | None = None) 
     for column in context.columns[:most]:
         p = context.detected_types[column]
         examples = ", ".join(str(v)[:20] for v in p.sample_values[:3])
-        table.add_row(column, p.type, p.role, f"{p.nulls:,}", examples, context.describe(column))
+        kind = f"{p.role} ({p.role_reason})" if p.role_reason else p.role  # what profiling chose, and why
+        table.add_row(column, p.type, kind, f"{p.nulls:,}", examples, context.describe(column))
     out = Console()
     out.print(table)
     if most is not None and len(context.columns) > most:

@@ -51,7 +51,10 @@ class ColumnProfile(BaseModel):
     nullable: bool
     sample_values: list[Any] = Field(default_factory=list)
     role: Role = Field(..., description="What the values are: id, time, money, measure, category, label, text, flag")
-    distinct: int = Field(0, ge=0, description="Number of distinct values (approximate on large tables)")
+    role_reason: str = Field("", description="Why profiling chose the role (from the name, type and values)")
+    unit: str | None = Field(None, description="The unit the file wrote the values with ($, %, km, ordinal, seconds)")
+    written_as: str | None = Field(None, description="One value as the file wrote it, when loading parsed its text")
+    distinct: int = Field(0, ge=0, description="Number of distinct values (approximate above 1,000,000 rows)")
     nulls: int = Field(0, ge=0)
     min: Any = None
     max: Any = None

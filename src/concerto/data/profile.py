@@ -2,9 +2,11 @@
 table is about. From names, types and values here; an LLM, when configured, or the user
 (`--describe`, a `<name>.profile.yaml` beside the file) can correct the semantic part.
 
-Roles: `time` (dates), `flag` (booleans), `id` (keys: unique or `..._id`), `money`
-(amounts by name), `measure` (other numbers), `category` (few distinct values), `text`
-(long free text), `label` (short names with many values).
+Roles: `time` (dates), `flag` (booleans), `id` (keys: named `id`/`..._id`, or named like a
+code or number with consecutive or fixed-width values, or fixed-width codes one per row),
+`money` (amounts by name or currency), `measure` (other numbers), `category` (few distinct
+values; years), `text` (long free text), `label` (short names with many values). Each role
+comes with its reason (`ColumnProfile.role_reason`); distinctness alone never makes an `id`.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from concerto.data.context import (
     jsonable,
     logical_name,
 )
+from concerto.data.cells import Parsed, parsed_columns
 from concerto.data.load import column_types
 
 _NUMERIC = re.compile(r"^(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|REAL|DOUBLE|DECIMAL)")
@@ -34,8 +37,13 @@ _TIME = re.compile(r"^(DATE|TIMESTAMP|TIME)")
 _MONEY = re.compile(
     r"(sales|revenue|price|cost|amount|spend|income|profit|fee|salary|wage|payment|budget|value_usd|usd|eur|gbp|\$)"
 )
-_ID = re.compile(r"(^id$|_id$|^id_|_key$|^key$|_code$|^code$|uuid|^sku$)")
+_ID = re.compile(r"((^|[ _])id$|^id[ _]|(^|[ _])key$|uuid|guid|^sku$)")
+# Names that make an identifier only with values like one (consecutive or fixed-width).
+_ID_WEAK = re.compile(r"((^|[ _])(code|no|nr|num|number)\.?$|^#$)")
+_YEAR = re.compile(r"(^|[ _])(year|season|yr)s?$")
+_CURRENCIES = ("$", "€", "£", "¥")
 _CATEGORY_MAX = 50
+_EXACT_ROWS = 1_000_000  # distinct counts are exact up to here, approximate above
 _TEXT_MIN_LENGTH = 40
 _SAMPLES = 5
 _SAMPLE_ROWS = 100_000
@@ -63,7 +71,9 @@ def profile_table(
     rows = int(con.execute(f"SELECT count(*) FROM {quoted}").fetchall()[0][0])
     stats = _stats(con, quoted, types, rows)
     samples = _samples(con, quoted, types, rows)
-    roles = {column: _role(column, sql_type, stats[column], rows) for column, sql_type in types.items()}
+    parsed = parsed_columns(con, table)
+    chosen = {c: _role(c, t, stats[c], rows, parsed.get(c)) for c, t in types.items()}
+    roles = {c: role for c, (role, _) in chosen.items()}
     categories = _categories(con, quoted, {c: t for c, t in types.items() if roles[c] == "category"}, rows)
     detected: dict[str, ColumnProfile] = {}
     for column, sql_type in types.items():
@@ -73,6 +83,9 @@ def profile_table(
             nullable=s["nulls"] > 0,
             sample_values=[jsonable(v) for v in samples[column]],
             role=roles[column],
+            role_reason=chosen[column][1],
+            unit=parsed[column].unit if column in parsed else None,
+            written_as=parsed[column].text_example if column in parsed else None,
             distinct=s["distinct"],
             nulls=s["nulls"],
             min=jsonable(s["min"]),
@@ -142,12 +155,12 @@ def _stats(con: duckdb.DuckDBPyConnection, table: str, types: dict[str, str], ro
     found: dict[str, tuple[Any, ...]] = {}
     if rows > _SHORT_ROWS:
         for group in _groups(types, _WIDEST_SCAN):
-            parts = [a for c in group for a in _aggregates(_quote(c), types[c])]
+            parts = [a for c in group for a in _aggregates(_quote(c), types[c], rows <= _EXACT_ROWS)]
             values = con.execute(f"SELECT {', '.join(parts)} FROM {table}").fetchall()[0]
             found |= {c: values[i * 6 : i * 6 + 6] for i, c in enumerate(group)}
     else:
         for group in _groups(types, _WIDEST_UNPIVOT, by_type=True):
-            parts = _aggregates("value", types[group[0]])
+            parts = _aggregates("value", types[group[0]], exact=True)
             sql = f"SELECT name, {', '.join(parts)} FROM {_long(table, group)} GROUP BY name"
             found |= {r[0]: r[1:] for r in con.execute(sql).fetchall()}
     out = {}
@@ -164,12 +177,14 @@ def _stats(con: duckdb.DuckDBPyConnection, table: str, types: dict[str, str], ro
     return out
 
 
-def _aggregates(q: str, sql_type: str) -> list[str]:
-    """The six statistics of one column (or of the `value` of unpivoted columns of one type)."""
+def _aggregates(q: str, sql_type: str, exact: bool) -> list[str]:
+    """The six statistics of one column (or of the `value` of unpivoted columns of one type);
+    the distinct count exact (`exact`: up to `_EXACT_ROWS` rows) or approximate."""
     comparable = not _nested(sql_type)
+    distinct = f"count(DISTINCT {q})" if exact else f"approx_count_distinct({q})"
     return [
         f"count(*) - count({q})",
-        f"approx_count_distinct({q})" if comparable else "NULL",
+        distinct if comparable else "NULL",
         f"min({q})" if comparable else "NULL",
         f"max({q})" if comparable else "NULL",
         f"avg({q})::DOUBLE" if comparable and _NUMERIC.match(sql_type) else "NULL",
@@ -237,30 +252,65 @@ def _long(table: str, columns: list[str], limit: int | None = None) -> str:
     return f"({source} UNPIVOT INCLUDE NULLS (value FOR name IN ({names})))"
 
 
-def _role(column: str, sql_type: str, s: dict[str, Any], rows: int) -> Role:
-    name = column.lower()
-    distinct = s["distinct"]
+def _role(column: str, sql_type: str, s: dict[str, Any], rows: int, parsed: Parsed | None = None) -> tuple[Role, str]:
+    """The column's role and why: from its name, type and values together. Distinct values alone
+    never make an identifier (an amount whose 120 values all differ is still an amount)."""
+    name = column.lower().strip()
+    distinct, present = s["distinct"], rows - s["nulls"]
     if _nested(sql_type):
-        return "label"
+        return "label", "nested values (list or struct)"
     if _TIME.match(sql_type):
-        return "time"
+        return "time", f"dates written like '{parsed.text_example}'" if parsed else f"dates ({sql_type})"
     if sql_type == "BOOLEAN":
-        return "flag"
+        return "flag", "true/false values"
     if _NUMERIC.match(sql_type):
-        if _ID.search(name) or (distinct >= 0.98 * rows > 50 and sql_type.endswith("INT")):
-            return "id"
-        if _MONEY.search(name):
-            return "money"
-        return "measure"
+        return _numeric_role(name, sql_type, s, present, parsed)
     if sql_type.startswith("VARCHAR"):
-        if _ID.search(name):
-            return "id"
-        if s["length"] >= _TEXT_MIN_LENGTH:
-            return "text"
-        if rows >= 3 and s["nulls"] == 0 and distinct >= rows:  # one value per row: a name, not a category
-            return "label"
-        return "category" if distinct <= _CATEGORY_MAX else "label"
-    return "label"
+        return _text_role(name, s, rows, present)
+    return "label", f"values of type {sql_type}"
+
+
+def _numeric_role(name: str, sql_type: str, s: dict[str, Any], present: int, parsed: Parsed | None) -> tuple[Role, str]:
+    distinct, low, high = s["distinct"], s["min"], s["max"]
+    whole = sql_type.endswith("INT") or sql_type.endswith("INTEGER")
+    consecutive = whole and present > 1 and distinct == present and high - low + 1 == distinct
+    fixed = whole and low is not None and low > 0 and len(str(low)) == len(str(high)) >= 3
+    spread = f"from {_number(low)} to {_number(high)}"
+    if _ID.search(name):
+        return "id", "named like an identifier"
+    if _ID_WEAK.search(name) and (consecutive or (fixed and distinct >= 0.9 * present)):
+        how = "consecutive" if consecutive else "fixed-width"
+        return "id", f"named like a number or code, with {how} whole numbers ({spread})"
+    if whole and _YEAR.search(name) and low is not None and 1000 <= low <= high <= 2999:
+        return "category", f"years ({spread}): a period to group by, not a quantity to add up"
+    written = f", written like '{parsed.text_example}'" if parsed else ""
+    if parsed is not None and parsed.unit in _CURRENCIES:
+        return "money", f"amounts written with a currency{written}"
+    if _MONEY.search(name):
+        return "money", f"named like an amount of money, numbers {spread}"
+    if consecutive and present >= 10 and not parsed:
+        return "id", f"consecutive whole numbers {spread}, one per row (a row number)"
+    unit = f" in {parsed.unit}" if parsed and parsed.unit else ""
+    every = ", every value different" if distinct == present and present > 1 else ""
+    return "measure", f"numbers{unit} with a spread of values ({spread}{every}){written}"
+
+
+def _text_role(name: str, s: dict[str, Any], rows: int, present: int) -> tuple[Role, str]:
+    distinct, low, high = s["distinct"], s["min"], s["max"]
+    fixed = low is not None and len(str(low)) == len(str(high)) == round(s["length"]) > 1
+    if _ID.search(name):
+        return "id", "named like an identifier"
+    if _ID_WEAK.search(name) and fixed and distinct >= 0.9 * present:
+        return "id", f"named like a code, with fixed-width values (e.g. {low})"
+    if s["length"] >= _TEXT_MIN_LENGTH:
+        return "text", f"long text (on average {s['length']:.0f} characters)"
+    if rows >= 3 and s["nulls"] == 0 and distinct >= rows:  # one value per row: a name, not a category
+        if fixed and any(ch.isdigit() for ch in str(low)) and " " not in str(low):
+            return "id", f"fixed-width codes, one per row (e.g. {low})"
+        return "label", "a different name on every row"
+    if distinct <= _CATEGORY_MAX:
+        return "category", f"{distinct} different values"
+    return "label", f"names with many values ({distinct:,})"
 
 
 def _semantic(name: str, detected: dict[str, ColumnProfile], rows: int) -> SemanticProfile:
@@ -300,7 +350,8 @@ def _describe(column: str, p: ColumnProfile, rows: int) -> str:
     if p.role in ("money", "measure"):
         kind = "amount of money" if p.role == "money" else "number"
         mean = f", average {p.mean:,.2f}" if p.mean is not None else ""
-        return f"{words}: {kind} from {_number(p.min)} to {_number(p.max)}{mean}"
+        unit = f" (in {p.unit})" if p.unit else ""
+        return f"{words}: {kind}{unit} from {_number(p.min)} to {_number(p.max)}{mean}"
     if p.role == "category":
         shown = ", ".join(str(v) for v in p.sample_values[:4])
         return f"{words}: category with {p.distinct} values (e.g. {shown})"
