@@ -151,7 +151,7 @@ def test_an_amount_whose_values_all_differ_is_a_measure_not_an_identifier(tmp_pa
         ("no", list(range(1, 61)), "id"),  # named like a number, consecutive
         ("number", [7, 23, 9, 11] * 15, "measure"),  # jersey numbers: not consecutive, not fixed width
         ("code", [1000 + i * 3 for i in range(60)], "id"),  # fixed width
-        ("row", list(range(1, 61)), "id"),  # consecutive whole numbers, one per row
+        ("calls", list(range(60)), "measure"),  # consecutive, but not named like a number or code
         ("year", [1990 + i % 30 for i in range(60)], "category"),
         ("sku_text", [f"S{i:04d}" for i in range(60)], "id"),  # fixed-width codes, one per row
         ("city", [f"City {i}" for i in range(60)], "label"),

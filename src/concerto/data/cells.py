@@ -2,7 +2,7 @@
 for people becomes a column of numbers or dates, in DuckDB SQL (no Python loop over rows).
 
 Read as numbers: thousands separators ("1,234"), currency ("$190,000"), percent ("12.5%"),
-one unit ("17 years", "5 km"), ordinals ("3rd"); as seconds: durations ("1:23:45", "1:45.3");
+one unit of one word ("17 years", "5 km"), ordinals ("3rd"); as seconds: durations ("1:23:45", "1:45.3");
 as dates: "1995-01-26", "January 26, 1995", "26 Jan 1995", "Jan 1995", "01/26/1995". Footnote
 marks ("1,234[a]", "12*", "5†") are dropped first. A column is converted when (nearly) every
 non-empty value parses (`_enough`); the values that do not become NULL, and the column's
@@ -25,7 +25,7 @@ _FOOTNOTES = r"(\s*(\[[^\]]*\]|[*†‡§¹²³]))+$"
 # sign, currency, integer part (with thousands separators or not), fraction, unit (% or a word or two)
 _NUMBER = (
     r"^([-+−]?)\s*([$€£¥]?)\s*(\d{1,3}(?:,\d{3})+|\d*)(\.\d+)?"
-    r"\s*(%|[A-Za-zµ°][A-Za-z°/²³.]*(?:\s[A-Za-z][A-Za-z.]*)?)?$"
+    r"\s*(%|[A-Za-zµ°][A-Za-z°/²³.]*)?$"
 )
 _NUMBER_PARTS = "['sign', 'cur', 'int', 'frac', 'unit']"
 _DURATION = r"^(\d+):([0-5]\d)(?::([0-5]\d))?(\.\d+)?$"
@@ -45,6 +45,7 @@ _DATE_FORMATS = (
     "%Y",
 )
 _ORDINALS = ("st", "nd", "rd", "th")
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 # Two-part durations without a fraction ("12:30") are clock times unless the name says a duration.
 _DURATION_NAME = re.compile(r"(duration|length|runtime|running|lap|elapsed|^time$|_time$| time$)", re.IGNORECASE)
 _DECIDE_ROWS = 100_000
@@ -69,7 +70,8 @@ class Parsed(BaseModel):
     def describe(self) -> str:
         """A short phrase: "numbers written like '$190,000' (unit $)"."""
         unit = f" (unit {self.unit})" if self.unit else ""
-        lost = f"; {self.unparsed} other value(s) such as '{self.unparsed_example}' are empty" if self.unparsed else ""
+        example = " ".join(str(self.unparsed_example).split())[:40]
+        lost = f"; {self.unparsed} other value(s) such as '{example}' are empty" if self.unparsed else ""
         return f"{self.kind}s written like '{self.text_example}'{unit}{lost}"
 
 
@@ -146,7 +148,8 @@ def _unit(v: str) -> str:
     raw = f"lower(regexp_extract({v}, '{_NUMBER}', 5))"
     return (
         f"CASE WHEN {raw} IN ({', '.join(_literal(o) for o in _ORDINALS)}) THEN 'ordinal' "
-        f"WHEN length({raw}) > 2 THEN regexp_replace({raw}, 's$', '') ELSE {raw} END"
+        f"WHEN length({raw}) > 3 AND NOT regexp_matches({raw}, '(ss|ies)$') THEN regexp_replace({raw}, 's$', '') "
+        f"ELSE {raw} END"
     )
 
 
@@ -198,7 +201,8 @@ def _decide(column: str, counts: tuple[Any, ...]) -> tuple[str, Parsed] | None:
     (duration, clock, date, full_date) = (c or 0 for c in counts[8:12])
     (number_ex, duration_ex, date_ex, not_number, not_duration, not_date) = counts[12:]
     v = _clean(_quote(column))
-    if _enough(number, present) and units <= 1 and currencies <= 1 and not leading_zero:
+    month = unit is not None and unit.rstrip(".")[:3] in _MONTHS  # "1 July": a day, not 1 of a unit
+    if _enough(number, present) and units <= 1 and currencies <= 1 and not leading_zero and not month:
         if currency and unit:
             return None  # "$5 million": a scale word, not a unit; left as text
         sql_type = "DOUBLE" if fractions else "BIGINT"

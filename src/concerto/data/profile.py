@@ -40,6 +40,7 @@ _MONEY = re.compile(
 _ID = re.compile(r"((^|[ _])id$|^id[ _]|(^|[ _])key$|uuid|guid|^sku$)")
 # Names that make an identifier only with values like one (consecutive or fixed-width).
 _ID_WEAK = re.compile(r"((^|[ _])(code|no|nr|num|number)\.?$|^#$)")
+_CODE = re.compile(r"^[A-Za-z]*\d[A-Za-z0-9]*$")  # "S0001", "01500": letters and digits, no punctuation
 _YEAR = re.compile(r"(^|[ _])(year|season|yr)s?$")
 _CURRENCIES = ("$", "€", "£", "¥")
 _CATEGORY_MAX = 50
@@ -282,14 +283,12 @@ def _numeric_role(name: str, sql_type: str, s: dict[str, Any], present: int, par
         how = "consecutive" if consecutive else "fixed-width"
         return "id", f"named like a number or code, with {how} whole numbers ({spread})"
     if whole and _YEAR.search(name) and low is not None and 1000 <= low <= high <= 2999:
-        return "category", f"years ({spread}): a period to group by, not a quantity to add up"
+        return "category", f"years ({low} to {high}): a period to group by, not a quantity to add up"
     written = f", written like '{parsed.text_example}'" if parsed else ""
     if parsed is not None and parsed.unit in _CURRENCIES:
         return "money", f"amounts written with a currency{written}"
     if _MONEY.search(name):
         return "money", f"named like an amount of money, numbers {spread}"
-    if consecutive and present >= 10 and not parsed:
-        return "id", f"consecutive whole numbers {spread}, one per row (a row number)"
     unit = f" in {parsed.unit}" if parsed and parsed.unit else ""
     every = ", every value different" if distinct == present and present > 1 else ""
     return "measure", f"numbers{unit} with a spread of values ({spread}{every}){written}"
@@ -305,7 +304,7 @@ def _text_role(name: str, s: dict[str, Any], rows: int, present: int) -> tuple[R
     if s["length"] >= _TEXT_MIN_LENGTH:
         return "text", f"long text (on average {s['length']:.0f} characters)"
     if rows >= 3 and s["nulls"] == 0 and distinct >= rows:  # one value per row: a name, not a category
-        if fixed and any(ch.isdigit() for ch in str(low)) and " " not in str(low):
+        if fixed and _CODE.match(str(low)) and _CODE.match(str(high)):
             return "id", f"fixed-width codes, one per row (e.g. {low})"
         return "label", "a different name on every row"
     if distinct <= _CATEGORY_MAX:
