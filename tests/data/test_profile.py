@@ -11,7 +11,7 @@ import duckdb
 import pytest
 
 from concerto.data import profile
-from concerto.data.context import jsonable
+from concerto.data.context import ProfileOverrides, jsonable
 from concerto.data.load import read_file
 from concerto.data.profile import profile_table
 
@@ -174,3 +174,14 @@ def test_the_unit_and_the_text_as_written_reach_the_profile(tmp_path: Path) -> N
     assert (types["salary"].role, types["salary"].unit, types["salary"].written_as) == ("money", "$", "$1,200")
     assert (types["share"].role, types["share"].unit) == ("measure", "%")
     assert "written with a currency" in types["salary"].role_reason
+
+
+def test_the_user_corrects_a_kind_and_the_time_column_follows() -> None:
+    con = duckdb.connect()
+    con.execute("CREATE TABLE \"t\" AS SELECT i AS id, 'x' || i AS stamp, i * 2 AS amount FROM range(20) r(i)")
+    said = ProfileOverrides(kinds={"id": "measure", "stamp": "time", "nope": "id"})
+    context = profile_table(con, "t", name="t", file_name="t.csv", overrides=said)
+    assert context.detected_types["id"].role == "measure" and "set by the user" in context.detected_types["id"].role_reason
+    assert context.semantic_profile.time_column == "stamp"
+    assert context.semantic_profile.entity_key != "id"
+    assert any("no column 'nope'" in note for note in context.notes)

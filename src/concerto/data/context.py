@@ -84,12 +84,17 @@ class ProfileOverrides(BaseModel):
     entity_key: str | None = None
     time_column: str | None = None
     field_descriptions: dict[str, str] = Field(default_factory=dict)
+    kinds: dict[str, Role] = Field(default_factory=dict, description="Column → role, over the detected one")
 
     def merged(self, other: ProfileOverrides) -> ProfileOverrides:
         """These overrides, with `other`'s taking precedence."""
-        given = other.model_dump(exclude_unset=True, exclude={"field_descriptions"})
+        given = other.model_dump(exclude_unset=True, exclude={"field_descriptions", "kinds"})
         return self.model_copy(
-            update={**given, "field_descriptions": {**self.field_descriptions, **other.field_descriptions}}
+            update={
+                **given,
+                "field_descriptions": {**self.field_descriptions, **other.field_descriptions},
+                "kinds": {**self.kinds, **other.kinds},
+            }
         )
 
 

@@ -124,7 +124,7 @@ def apply_overrides(context: DataContext, overrides: ProfileOverrides, *, source
 
 def _apply(profile: SemanticProfile, overrides: ProfileOverrides, detected: dict[str, ColumnProfile]) -> list[str]:
     """Put what the user (or the LLM) said over the heuristic profile; note what names no column."""
-    notes = []
+    notes = _apply_kinds(profile, overrides, detected)
     for column, text in overrides.field_descriptions.items():
         if column in detected:
             profile.field_descriptions[column] = text
@@ -141,6 +141,29 @@ def _apply(profile: SemanticProfile, overrides: ProfileOverrides, detected: dict
             setattr(profile, key, getattr(overrides, key))
     if overrides.model_fields_set:
         profile.source = "user"
+    return notes
+
+
+def _apply_kinds(profile: SemanticProfile, overrides: ProfileOverrides, detected: dict[str, ColumnProfile]) -> list[str]:
+    """Set the roles the user gave (`kinds`); keep the time column and the entity key consistent."""
+    notes = []
+    for column, role in overrides.kinds.items():
+        if column not in detected:
+            notes.append(f"no column '{column}' to set the kind of; the columns are {', '.join(detected)}")
+            continue
+        found = detected[column]
+        if found.role == role:
+            continue
+        found.role, found.role_reason = role, f"set by the user (detected: {found.role}, {found.role_reason})"
+        profile.field_descriptions[column] = _describe(column, found, 0)
+    if profile.time_column and detected[profile.time_column].role != "time":
+        profile.time_column = None
+    if profile.time_column is None:
+        profile.time_column = next((c for c, p in detected.items() if p.role == "time"), None)
+    if profile.entity_key and detected[profile.entity_key].role not in ("id", "label"):
+        profile.entity_key = None
+    if profile.entity_key is None:
+        profile.entity_key = next((c for c, p in detected.items() if p.role == "id"), None)
     return notes
 
 
