@@ -126,7 +126,8 @@ def orders_csv(tmp_path: Path) -> Path:
     """The issue's orders.csv: 120 orders, amounts whole numbers from 10 to 299, all different."""
     amounts = [10 + (i * 149) % 290 for i in range(120)]  # 149 and 290 coprime: 120 different values
     assert len(set(amounts)) == 120
-    rows = "".join(f"{i + 1},{('North', 'South', 'East')[i % 3]},{('A', 'B')[i % 2]},{a}\n" for i, a in enumerate(amounts))
+    regions, products = ("North", "South", "East"), ("A", "B")
+    rows = "".join(f"{i + 1},{regions[i % 3]},{products[i % 2]},{a}\n" for i, a in enumerate(amounts))
     path = tmp_path / "orders.csv"
     path.write_text("order_id,region,product,amount\n" + rows)
     return path
@@ -181,7 +182,8 @@ def test_the_user_corrects_a_kind_and_the_time_column_follows() -> None:
     con.execute("CREATE TABLE \"t\" AS SELECT i AS id, 'x' || i AS stamp, i * 2 AS amount FROM range(20) r(i)")
     said = ProfileOverrides(kinds={"id": "measure", "stamp": "time", "nope": "id"})
     context = profile_table(con, "t", name="t", file_name="t.csv", overrides=said)
-    assert context.detected_types["id"].role == "measure" and "set by the user" in context.detected_types["id"].role_reason
+    found = context.detected_types["id"]
+    assert found.role == "measure" and "set by the user" in found.role_reason
     assert context.semantic_profile.time_column == "stamp"
     assert context.semantic_profile.entity_key != "id"
     assert any("no column 'nope'" in note for note in context.notes)

@@ -170,7 +170,7 @@ def _counts(v: str) -> list[str]:
         f"count_if({number} AND regexp_extract({v}, '{_NUMBER}', 4) <> '')",
         f"count_if({number} AND regexp_full_match({v}, '0\\d+'))",
         f"count_if({duration})",
-        f"count_if({duration} AND regexp_extract({v}, '{_DURATION}', 3) = '' AND regexp_extract({v}, '{_DURATION}', 4) = '')",
+        f"count_if({duration} AND regexp_full_match({v}, '\\d+:\\d\\d'))",  # "12:30": maybe a clock time
         f"count_if({date})",
         f"count_if({date} AND NOT regexp_full_match({v}, '\\d{{4}}'))",
         f"min({v}) FILTER (WHERE {number})",
@@ -201,7 +201,7 @@ def _decide(column: str, counts: tuple[Any, ...]) -> tuple[str, Parsed] | None:
     (duration, clock, date, full_date) = (c or 0 for c in counts[8:12])
     (number_ex, duration_ex, date_ex, not_number, not_duration, not_date) = counts[12:]
     v = _clean(_quote(column))
-    month = unit is not None and unit.rstrip(".")[:3] in _MONTHS  # "1 July": a day, not 1 of a unit
+    month = unit is not None and str(unit).rstrip(".")[:3] in _MONTHS  # "1 July": a day, not 1 of a unit
     if _enough(number, present) and units <= 1 and currencies <= 1 and not leading_zero and not month:
         if currency and unit:
             return None  # "$5 million": a scale word, not a unit; left as text

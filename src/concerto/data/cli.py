@@ -191,7 +191,7 @@ def _overrides(path: Path, name: str, describe: tuple[str, ...]) -> ProfileOverr
             kinds[column.strip()] = kind
         else:
             pairs[column.strip()] = text.strip()
-    given = ProfileOverrides(field_descriptions=pairs, kinds=kinds)  # type: ignore[arg-type]
+    given = ProfileOverrides(field_descriptions=pairs, kinds=kinds)
     return overrides.merged(given) if pairs or kinds else overrides
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import duckdb
 
+from concerto.data.cells import Parsed, parsed_columns
 from concerto.data.context import (
     ColumnProfile,
     DataContext,
@@ -28,7 +29,6 @@ from concerto.data.context import (
     jsonable,
     logical_name,
 )
-from concerto.data.cells import Parsed, parsed_columns
 from concerto.data.load import column_types
 
 _NUMERIC = re.compile(r"^(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|REAL|DOUBLE|DECIMAL)")
@@ -144,7 +144,9 @@ def _apply(profile: SemanticProfile, overrides: ProfileOverrides, detected: dict
     return notes
 
 
-def _apply_kinds(profile: SemanticProfile, overrides: ProfileOverrides, detected: dict[str, ColumnProfile]) -> list[str]:
+def _apply_kinds(
+    profile: SemanticProfile, overrides: ProfileOverrides, detected: dict[str, ColumnProfile]
+) -> list[str]:
     """Set the roles the user gave (`kinds`); keep the time column and the entity key consistent."""
     notes = []
     for column, role in overrides.kinds.items():
@@ -280,7 +282,7 @@ def _role(column: str, sql_type: str, s: dict[str, Any], rows: int, parsed: Pars
     """The column's role and why: from its name, type and values together. Distinct values alone
     never make an identifier (an amount whose 120 values all differ is still an amount)."""
     name = column.lower().strip()
-    distinct, present = s["distinct"], rows - s["nulls"]
+    present = rows - s["nulls"]
     if _nested(sql_type):
         return "label", "nested values (list or struct)"
     if _TIME.match(sql_type):
