@@ -71,7 +71,10 @@ def profile_table(
     types = column_types(con, table)
     rows = int(con.execute(f"SELECT count(*) FROM {quoted}").fetchall()[0][0])
     stats = _stats(con, quoted, types, rows)
-    samples = _samples(con, quoted, types, rows)
+    samples, distinct = _samples(con, quoted, types, rows)
+    for column, count in distinct.items():  # exact, counted with the samples (see `_samples`)
+        if not _nested(types[column]):
+            stats[column]["distinct"] = count
     parsed = parsed_columns(con, table)
     chosen = {c: _role(c, t, stats[c], rows, parsed.get(c)) for c, t in types.items()}
     roles = {c: role for c, (role, _) in chosen.items()}
@@ -186,7 +189,7 @@ def _stats(con: duckdb.DuckDBPyConnection, table: str, types: dict[str, str], ro
             found |= {c: values[i * 6 : i * 6 + 6] for i, c in enumerate(group)}
     else:
         for group in _groups(types, _WIDEST_UNPIVOT, by_type=True):
-            parts = _aggregates("value", types[group[0]], exact=True)
+            parts = _aggregates("value", types[group[0]], exact=False)  # exact from `_samples`
             sql = f"SELECT name, {', '.join(parts)} FROM {_long(table, group)} GROUP BY name"
             found |= {r[0]: r[1:] for r in con.execute(sql).fetchall()}
     out = {}
@@ -223,24 +226,31 @@ def _nested(sql_type: str) -> bool:
     return sql_type.startswith(("STRUCT", "MAP", "LIST", "UNION")) or sql_type.endswith("]")
 
 
-def _samples(con: duckdb.DuckDBPyConnection, table: str, types: dict[str, str], rows: int) -> dict[str, list[Any]]:
+def _samples(
+    con: duckdb.DuckDBPyConnection, table: str, types: dict[str, str], rows: int
+) -> tuple[dict[str, list[Any]], dict[str, int]]:
     """The most frequent values of every column (ties by value), so the samples are the same on
     every load; on a large table, of its first rows (DuckDB keeps the file's order), which is
-    what samples are for. One query per group of same-typed columns."""
+    what samples are for. One query per group of same-typed columns. When the whole table is
+    read, also each column's exact number of distinct values (its groups): counted here, it
+    costs nothing; `count(DISTINCT)` in `_stats` took 6 ms more on the demo's 7,200 rows."""
     read = min(rows, _SAMPLE_ROWS) if rows > 2 * _SAMPLE_ROWS else rows
     limit = _SAMPLE_ROWS if read < rows else None
     out: dict[str, list[Any]] = {c: [] for c in types}
+    distinct: dict[str, int] = {}
     for group in _groups(types, _width(read), by_type=True):
         long = _long(table, group, limit)
         grouped = f"SELECT name, value, count(*) AS n FROM {long} WHERE value IS NOT NULL GROUP BY name, value"
         ranked = (
-            f"SELECT name, value FROM ({grouped}) "
+            f"SELECT name, value, count(*) OVER (PARTITION BY name) FROM ({grouped}) "
             f"QUALIFY row_number() OVER (PARTITION BY name ORDER BY n DESC, value) <= {_SAMPLES} "
             "ORDER BY name, n DESC, value"
         )
-        for name, value in con.execute(ranked).fetchall():
+        for name, value, count in con.execute(ranked).fetchall():
             out[name].append(value)
-    return out
+            if limit is None:
+                distinct[name] = int(count)
+    return out, distinct
 
 
 def _categories(con: duckdb.DuckDBPyConnection, table: str, types: dict[str, str], rows: int) -> dict[str, list[Any]]:
