@@ -118,20 +118,24 @@ def _candidates(con: duckdb.DuckDBPyConnection, table: str, texts: list[str]) ->
     return out
 
 
-def parsed_columns(con: duckdb.DuckDBPyConnection, table: str) -> dict[str, Parsed]:
-    """What `type_cells` recorded on the table's columns."""
-    rows = con.execute(
-        "SELECT column_name, comment FROM duckdb_columns() WHERE database_name = current_database() "
-        "AND schema_name = current_schema() AND table_name = $1 AND comment IS NOT NULL",
-        [table],
-    ).fetchall()
+def parsed(comments: dict[str, str | None]) -> dict[str, Parsed]:
+    """What `type_cells` recorded on the columns, from their comments (column → comment)."""
     out = {}
-    for name, comment in rows:
+    for name, comment in comments.items():
+        if not comment:
+            continue
         try:
             out[name] = Parsed.model_validate(json.loads(comment))
         except ValueError:
             continue  # a comment that is not ours
     return out
+
+
+def parsed_columns(con: duckdb.DuckDBPyConnection, table: str) -> dict[str, Parsed]:
+    """What `type_cells` recorded on the table's columns."""
+    from concerto.data.load import columns_and_comments
+
+    return parsed({c: comment for c, (_, comment) in columns_and_comments(con, table).items()})
 
 
 def _clean(q: str) -> str:

@@ -18,7 +18,8 @@ from typing import Any
 
 import duckdb
 
-from concerto.data.cells import Parsed, parsed_columns
+from concerto.data.cells import Parsed
+from concerto.data.cells import parsed as parsed_cells
 from concerto.data.context import (
     ColumnProfile,
     DataContext,
@@ -29,7 +30,7 @@ from concerto.data.context import (
     jsonable,
     logical_name,
 )
-from concerto.data.load import column_types
+from concerto.data.load import columns_and_comments
 
 _NUMERIC = re.compile(r"^(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|REAL|DOUBLE|DECIMAL)")
 _TIME = re.compile(r"^(DATE|TIMESTAMP|TIME)")
@@ -68,14 +69,15 @@ def profile_table(
 ) -> DataContext:
     """The data context of `table` (DuckDB) with roles, statistics and heuristic descriptions."""
     quoted = _quote(table)
-    types = column_types(con, table)
+    columns = columns_and_comments(con, table)
+    types = {c: sql_type for c, (sql_type, _) in columns.items()}
     rows = int(con.execute(f"SELECT count(*) FROM {quoted}").fetchall()[0][0])
     stats = _stats(con, quoted, types, rows)
     samples, distinct = _samples(con, quoted, types, rows)
     for column, count in distinct.items():  # exact, counted with the samples (see `_samples`)
         if not _nested(types[column]):
             stats[column]["distinct"] = count
-    parsed = parsed_columns(con, table)
+    parsed = parsed_cells({c: comment for c, (_, comment) in columns.items()})
     chosen = {c: _role(c, t, stats[c], rows, parsed.get(c)) for c, t in types.items()}
     roles = {c: role for c, (role, _) in chosen.items()}
     categories = _categories(con, quoted, {c: t for c, t in types.items() if roles[c] == "category"}, rows)
