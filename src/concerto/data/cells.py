@@ -152,7 +152,8 @@ def _unit(v: str) -> str:
     raw = f"lower(regexp_extract({v}, '{_NUMBER}', 5))"
     return (
         f"CASE WHEN {raw} IN ({', '.join(_literal(o) for o in _ORDINALS)}) THEN 'ordinal' "
-        f"WHEN length({raw}) > 3 AND NOT regexp_matches({raw}, '(ss|ies)$') THEN regexp_replace({raw}, 's$', '') "
+        f"WHEN regexp_full_match({raw}, '[a-z]{{3,}}s') AND NOT regexp_matches({raw}, '(ss|ies)$') "
+        f"THEN regexp_replace({raw}, 's$', '') "
         f"ELSE {raw} END"
     )
 
