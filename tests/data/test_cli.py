@@ -99,3 +99,14 @@ def test_the_summary_of_a_wide_load_shows_its_first_columns(tmp_path: Path, data
     assert "m_49" in done.stdout and "m_50" not in done.stdout
     assert "and 10 more columns: concerto data show wide" in done.stdout
     assert "m_59" in concerto("data", "show", "wide", data_dir=data_dir).stdout
+
+
+def test_describe_corrects_a_kind_and_show_says_why(tmp_path: Path, data_dir: Path) -> None:
+    path = write(tmp_path, "s.csv", SALES)
+    loaded = concerto("data", "load", str(path), "--describe", "order_id=measure", "--json", data_dir=data_dir)
+    assert loaded.returncode == 0, loaded.stderr
+    kinds = json.loads(loaded.stdout)["detected_types"]
+    assert kinds["order_id"]["role"] == "measure" and kinds["order_id"]["role_reason"].startswith("set by the user")
+    assert kinds["amount"]["role"] == "money" and kinds["amount"]["role_reason"]
+    table = concerto("data", "show", "s", data_dir=data_dir)
+    assert "set by the user" in table.stdout and "named like an amount of money" in table.stdout

@@ -4,13 +4,15 @@ with an aggregate per column); and a wide table in a few queries, not one per co
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import duckdb
 import pytest
 
 from concerto.data import profile
-from concerto.data.context import jsonable
+from concerto.data.context import ProfileOverrides, jsonable
+from concerto.data.load import read_file
 from concerto.data.profile import profile_table
 
 MIXED = """
@@ -40,7 +42,7 @@ def reference(con: duckdb.DuckDBPyConnection, column: str, sql_type: str, table:
     c, t = q(column), q(table)
     nested = sql_type.endswith("]") or sql_type.startswith("STRUCT")
     nulls, distinct, low, high = con.execute(
-        f"SELECT count(*) - count({c}), {'NULL' if nested else f'approx_count_distinct({c})'}, "
+        f"SELECT count(*) - count({c}), {'NULL' if nested else f'count(DISTINCT {c})'}, "
         f"{'NULL' if nested else f'min({c})'}, {'NULL' if nested else f'max({c})'} FROM {t}"
     ).fetchall()[0]
     samples = con.execute(
@@ -118,3 +120,70 @@ def test_a_wide_table_is_profiled_in_a_few_queries() -> None:
     assert len(context.columns) == 2001 and context.detected_types["kind"].categories == ["x0", "x1", "x2"]
     for column in ("m_0", "m_5", "m_1999"):
         assert context.detected_types[column].sample_values == reference(con, column, "BIGINT", "wide")["sample_values"]
+
+
+def orders_csv(tmp_path: Path) -> Path:
+    """The issue's orders.csv: 120 orders, amounts whole numbers from 10 to 299, all different."""
+    amounts = [10 + (i * 149) % 290 for i in range(120)]  # 149 and 290 coprime: 120 different values
+    assert len(set(amounts)) == 120
+    regions, products = ("North", "South", "East"), ("A", "B")
+    rows = "".join(f"{i + 1},{regions[i % 3]},{products[i % 2]},{a}\n" for i, a in enumerate(amounts))
+    path = tmp_path / "orders.csv"
+    path.write_text("order_id,region,product,amount\n" + rows)
+    return path
+
+
+def test_an_amount_whose_values_all_differ_is_a_measure_not_an_identifier(tmp_path: Path) -> None:
+    con = duckdb.connect()
+    read_file(con, "orders", orders_csv(tmp_path), max_bytes=2**30)
+    context = profile_table(con, "orders", name="orders", file_name="orders.csv")
+    types = context.detected_types
+    assert types["amount"].role in ("money", "measure") and "amount" in types["amount"].role_reason
+    assert types["order_id"].role == "id" and types["order_id"].role_reason == "named like an identifier"
+    assert (types["order_id"].distinct, types["amount"].distinct) == (120, 120)  # exact, not ~121
+    assert context.columns_with("measure", "money") == ["amount"]
+    assert all(p.role_reason for p in types.values())
+
+
+@pytest.mark.parametrize(
+    ("name", "values", "role"),
+    [
+        ("points", [10 + (i * 7) % 97 for i in range(60)], "measure"),  # all different, not named an id
+        ("no", list(range(1, 61)), "id"),  # named like a number, consecutive
+        ("number", [7, 23, 9, 11] * 15, "measure"),  # jersey numbers: not consecutive, not fixed width
+        ("code", [1000 + i * 3 for i in range(60)], "id"),  # fixed width
+        ("calls", list(range(60)), "measure"),  # consecutive, but not named like a number or code
+        ("year", [1990 + i % 30 for i in range(60)], "category"),
+        ("sku_text", [f"S{i:04d}" for i in range(60)], "id"),  # fixed-width codes, one per row
+        ("city", [f"City {i}" for i in range(60)], "label"),
+    ],
+)
+def test_the_role_comes_from_name_type_and_values(name: str, values: list[Any], role: str) -> None:
+    con = duckdb.connect()
+    con.execute(f'CREATE TABLE "t" AS SELECT unnest($1) AS "{name}"', [values])
+    found = profile_table(con, "t", name="t", file_name="t.csv").detected_types[name]
+    assert found.role == role, found.role_reason
+    assert found.role_reason
+
+
+def test_the_unit_and_the_text_as_written_reach_the_profile(tmp_path: Path) -> None:
+    path = tmp_path / "p.csv"
+    path.write_text('name,salary,share\na,"$190,000",12.5%\nb,"$1,200",3%\nc,$5,100%\n')
+    con = duckdb.connect()
+    read_file(con, "p", path, max_bytes=2**30)
+    types = profile_table(con, "p", name="p", file_name="p.csv").detected_types
+    assert (types["salary"].role, types["salary"].unit, types["salary"].written_as) == ("money", "$", "$1,200")
+    assert (types["share"].role, types["share"].unit) == ("measure", "%")
+    assert "written with a currency" in types["salary"].role_reason
+
+
+def test_the_user_corrects_a_kind_and_the_time_column_follows() -> None:
+    con = duckdb.connect()
+    con.execute("CREATE TABLE \"t\" AS SELECT i AS id, 'x' || i AS stamp, i * 2 AS amount FROM range(20) r(i)")
+    said = ProfileOverrides(kinds={"id": "measure", "stamp": "time", "nope": "id"})
+    context = profile_table(con, "t", name="t", file_name="t.csv", overrides=said)
+    found = context.detected_types["id"]
+    assert found.role == "measure" and "set by the user" in found.role_reason
+    assert context.semantic_profile.time_column == "stamp"
+    assert context.semantic_profile.entity_key != "id"
+    assert any("no column 'nope'" in note for note in context.notes)

@@ -45,19 +45,21 @@ def data() -> None:
     "describe",
     multiple=True,
     metavar="COLUMN=TEXT",
-    help="Say what a column means (repeatable); overrides the detected description.",
+    help="Say what a column means (repeatable); overrides the detected description. COLUMN=KIND with a kind "
+    "(id/identifier, measure/number, money, category, time/date, label/name, text, flag) corrects its kind.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the data context as JSON.")
 def load(path: Path, name: str | None, describe: tuple[str, ...], as_json: bool) -> None:
     """Load a CSV, TSV, Parquet, JSON or Excel file as a source (replacing one of the same name).
 
     A `NAME.profile.yaml` beside the file (domain, entity_name, entity_key, time_column,
-    field_descriptions) corrects the detected profile; `--describe` wins over it.
+    field_descriptions, kinds) corrects the detected profile; `--describe` wins over it.
 
     \b
     Examples:
       concerto data load sales.csv
       concerto data load q3.parquet --name sales --describe "amt=Invoice amount in euros"
+      concerto data load orders.csv --describe "order_no=identifier" --describe "amount=measure"
     """
     from concerto.data.load import LoadError
     from concerto.data.store import SourceError, source_name, valid_name
@@ -161,6 +163,16 @@ def _llm_profile(store: Store, context: DataContext, overrides: ProfileOverrides
     return asyncio.run(profile_with_llm(store, context, llm, overrides))
 
 
+# `--describe COLUMN=KIND` with one of these words sets the column's kind (role).
+_KINDS = {
+    **{role: role for role in ("id", "time", "money", "measure", "category", "label", "text", "flag")},
+    "identifier": "id",
+    "date": "time",
+    "number": "measure",
+    "name": "label",
+}
+
+
 def _overrides(path: Path, name: str, describe: tuple[str, ...]) -> ProfileOverrides:
     """The sidecar `<name>.profile.yaml` (or `<file stem>.profile.yaml`), then `--describe` pairs."""
     from concerto.data.context import ProfileOverrides
@@ -169,13 +181,18 @@ def _overrides(path: Path, name: str, describe: tuple[str, ...]) -> ProfileOverr
     for sidecar in {path.with_name(f"{name}.profile.yaml"), path.with_name(f"{path.stem}.profile.yaml")}:
         if sidecar.is_file():
             overrides = overrides.merged(_read_sidecar(sidecar))
-    pairs = {}
+    pairs, kinds = {}, {}
     for item in describe:
         column, sep, text = item.partition("=")
         if not sep or not column.strip() or not text.strip():
             raise click.BadParameter(f"'{item}' is not COLUMN=TEXT", param_hint="--describe")
-        pairs[column.strip()] = text.strip()
-    return overrides.merged(ProfileOverrides(field_descriptions=pairs)) if pairs else overrides
+        kind = _KINDS.get(text.strip().lower())
+        if kind is not None:  # "amount=measure": the column's kind, not its description
+            kinds[column.strip()] = kind
+        else:
+            pairs[column.strip()] = text.strip()
+    given = ProfileOverrides(field_descriptions=pairs, kinds=kinds)
+    return overrides.merged(given) if pairs or kinds else overrides
 
 
 def _read_sidecar(path: Path) -> ProfileOverrides:
@@ -222,7 +239,8 @@ def _print_context(context: DataContext, heading: str, most: int | None = None) 
     for column in context.columns[:most]:
         p = context.detected_types[column]
         examples = ", ".join(str(v)[:20] for v in p.sample_values[:3])
-        table.add_row(column, p.type, p.role, f"{p.nulls:,}", examples, context.describe(column))
+        kind = f"{p.role} ({p.role_reason})" if p.role_reason else p.role  # what profiling chose, and why
+        table.add_row(column, p.type, kind, f"{p.nulls:,}", examples, context.describe(column))
     out = Console()
     out.print(table)
     if most is not None and len(context.columns) > most:

@@ -51,7 +51,10 @@ class ColumnProfile(BaseModel):
     nullable: bool
     sample_values: list[Any] = Field(default_factory=list)
     role: Role = Field(..., description="What the values are: id, time, money, measure, category, label, text, flag")
-    distinct: int = Field(0, ge=0, description="Number of distinct values (approximate on large tables)")
+    role_reason: str = Field("", description="Why profiling chose the role (from the name, type and values)")
+    unit: str | None = Field(None, description="The unit the file wrote the values with ($, %, km, ordinal, seconds)")
+    written_as: str | None = Field(None, description="One value as the file wrote it, when loading parsed its text")
+    distinct: int = Field(0, ge=0, description="Number of distinct values (approximate above 1,000,000 rows)")
     nulls: int = Field(0, ge=0)
     min: Any = None
     max: Any = None
@@ -81,12 +84,17 @@ class ProfileOverrides(BaseModel):
     entity_key: str | None = None
     time_column: str | None = None
     field_descriptions: dict[str, str] = Field(default_factory=dict)
+    kinds: dict[str, Role] = Field(default_factory=dict, description="Column → role, over the detected one")
 
     def merged(self, other: ProfileOverrides) -> ProfileOverrides:
         """These overrides, with `other`'s taking precedence."""
-        given = other.model_dump(exclude_unset=True, exclude={"field_descriptions"})
+        given = other.model_dump(exclude_unset=True, exclude={"field_descriptions", "kinds"})
         return self.model_copy(
-            update={**given, "field_descriptions": {**self.field_descriptions, **other.field_descriptions}}
+            update={
+                **given,
+                "field_descriptions": {**self.field_descriptions, **other.field_descriptions},
+                "kinds": {**self.kinds, **other.kinds},
+            }
         )
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import duckdb
 
+from concerto.data.cells import type_cells
 from concerto.data.errors import LoadError, TooLarge, without_paths
 from concerto.data.unpacked import check_parquet, check_workbook
 
@@ -86,13 +87,13 @@ def read_file(
         sql, params, header = _reader(kind, path)
         _limit_memory(con, memory_bytes, columns or len(header))
         _run(con, f"CREATE TABLE {target} AS SELECT * FROM {sql}", params, path, kind, progress)
-    names = list(column_types(con, table))
+    types = column_types(con, table)
     rows = con.execute(f"SELECT count(*) FROM {target}").fetchall()[0][0]
-    if not names:
+    if not types:
         raise LoadError(f"{path.name} has no columns")
     if rows == 0:
         raise LoadError(f"{path.name} has a header but no data rows")
-    return _renamed(header, names)
+    return _renamed(header, list(types)) + type_cells(con, table, types)
 
 
 def _limit_memory(con: duckdb.DuckDBPyConnection, memory_bytes: int, columns: int) -> None:
@@ -109,12 +110,17 @@ def _limit_memory(con: duckdb.DuckDBPyConnection, memory_bytes: int, columns: in
 def column_types(con: duckdb.DuckDBPyConnection, table: str) -> dict[str, str]:
     """The table's columns and their SQL types, in order (the catalog: `DESCRIBE` of a table of
     10,000 columns takes 0.6 s, this 0.06 s)."""
+    return {name: sql_type for name, (sql_type, _) in columns_and_comments(con, table).items()}
+
+
+def columns_and_comments(con: duckdb.DuckDBPyConnection, table: str) -> dict[str, tuple[str, str | None]]:
+    """The table's columns with their SQL types and comments (what `cells` recorded), in order."""
     rows = con.execute(
-        "SELECT column_name, data_type FROM duckdb_columns() WHERE database_name = current_database() "
+        "SELECT column_name, data_type, comment FROM duckdb_columns() WHERE database_name = current_database() "
         "AND schema_name = current_schema() AND table_name = $1 ORDER BY column_index",
         [table],
     ).fetchall()
-    return {name: str(sql_type) for name, sql_type in rows}
+    return {name: (str(sql_type), comment) for name, sql_type, comment in rows}
 
 
 def _reader(kind: str, path: Path) -> tuple[str, list[Any], list[str]]:
