@@ -29,6 +29,8 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
+from concerto.nlp.periods import MONTHS
+
 _CITATION = re.compile(r"((?<!^)\[[^\]]*\]|\[\d+\]|[•♦†‡*#+])*$")
 _PARENTHESIS = re.compile(r"(?<!^)( \([^)]*\))*$")
 _QUOTED = re.compile(r'^"([^"]*)"$')
@@ -140,27 +142,7 @@ def predicted_value(item: Any) -> Value:
     return string(text)
 
 
-_MONTHS = {
-    name: i
-    for i, names in enumerate(
-        [
-            ("january", "jan"),
-            ("february", "feb"),
-            ("march", "mar"),
-            ("april", "apr"),
-            ("may",),
-            ("june", "jun"),
-            ("july", "jul"),
-            ("august", "aug"),
-            ("september", "sep", "sept"),
-            ("october", "oct"),
-            ("november", "nov"),
-            ("december", "dec"),
-        ],
-        start=1,
-    )
-    for name in names
-}
+_MONTHS = MONTHS  # English month names and their short forms (the product's own table: data, not a rule)
 _MONTH = r"(?P<month>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
 _GROUPED = re.compile(r"^[-+]?\d{1,3}(,\d{3})+(\.\d+)?$")
 _WORD_DATES = [
