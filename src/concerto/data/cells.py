@@ -133,8 +133,6 @@ def parsed(comments: dict[str, str | None]) -> dict[str, Parsed]:
 
 def parsed_columns(con: duckdb.DuckDBPyConnection, table: str) -> dict[str, Parsed]:
     """What `type_cells` recorded on the table's columns."""
-    from concerto.data.load import columns_and_comments
-
     return parsed({c: comment for c, (_, comment) in columns_and_comments(con, table).items()})
 
 
@@ -247,3 +245,13 @@ def _quote(name: str) -> str:
 
 def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
+
+
+def columns_and_comments(con: duckdb.DuckDBPyConnection, table: str) -> dict[str, tuple[str, str | None]]:
+    """The table's columns with their SQL types and comments (what `cells` recorded), in order."""
+    rows = con.execute(
+        "SELECT column_name, data_type, comment FROM duckdb_columns() WHERE database_name = current_database() "
+        "AND schema_name = current_schema() AND table_name = $1 ORDER BY column_index",
+        [table],
+    ).fetchall()
+    return {name: (str(sql_type), comment) for name, sql_type, comment in rows}

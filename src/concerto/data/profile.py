@@ -18,7 +18,7 @@ from typing import Any
 
 import duckdb
 
-from concerto.data.cells import Parsed
+from concerto.data.cells import Parsed, columns_and_comments
 from concerto.data.cells import parsed as parsed_cells
 from concerto.data.context import (
     ColumnProfile,
@@ -30,7 +30,6 @@ from concerto.data.context import (
     jsonable,
     logical_name,
 )
-from concerto.data.load import columns_and_comments
 
 _NUMERIC = re.compile(r"^(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|REAL|DOUBLE|DECIMAL)")
 _TIME = re.compile(r"^(DATE|TIMESTAMP|TIME)")
