@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from _helpers.analytics import ask
+from concerto.contracts.orchestrator import OrchestratorOutput
 from concerto.orchestrator.engine import Orchestrator
 
 LEFT_OUT = [
@@ -33,3 +34,12 @@ async def test_a_question_the_source_explains_has_no_unanswered_part(orchestrato
     answer = await ask(orchestrator, question)
     assert all(not r.errors for r in answer.agent_results), [r.errors for r in answer.agent_results]
     assert "Not answered" not in answer.response
+
+
+async def test_a_condition_on_a_number_is_named_as_not_applied(orchestrator: Orchestrator) -> None:
+    """ "over 20,000" is not read yet (issue 28): the answer says so, and gives no values that
+    would look like the condition's answer."""
+    answer = await orchestrator.ask("how many customers have sales over 20,000?", agent="sql_analytics")
+    assert isinstance(answer, OrchestratorOutput)
+    assert "Not answered: 'over 20,000': not applied" in answer.response
+    assert answer.answer_values is None

@@ -95,6 +95,14 @@ class Segments:
         return None
 
 
+# "over 200", "at least $15k", "less than 1,000", "between 5 and 9": a condition on a number
+_NUMBER_CONDITION = re.compile(
+    r"\b(?:over|above|under|below|more than|less than|fewer than|greater than|at least|at most|"
+    r"between)\s+\$?\d[\d,.]*\s*[kKmM%]?(?:\s+and\s+\$?\d[\d,.]*)?",
+    re.I,
+)
+
+
 @dataclass
 class Work:
     """One question's state, passed to `plan` and `insights`."""
@@ -160,8 +168,8 @@ class AnalyticsAgent(Agent):
             key_findings=found.findings,
             follow_up_questions=found.follow_ups,
             entities=self._entities(work),
-            unanswered=self.unanswered(work),
-            answer_values=self.answer_values(work, executed),
+            unanswered=(gaps := self.unanswered(work)),
+            answer_values=None if gaps else self.answer_values(work, executed),  # not values that look whole
         )
 
     def answer_values(self, work: Work, executed: list[Executed]) -> list[object] | None:
@@ -170,16 +178,26 @@ class AnalyticsAgent(Agent):
         return None
 
     def unanswered(self, work: Work) -> list[Unanswered]:
-        """Parts of the question the answer leaves out: a breakdown ("by planet") or a place
+        """Parts of the question the answer leaves out: a condition on a number ("amount over
+        200", which the reading does not apply yet), a breakdown ("by planet") or a place
         named with a column ("in the Atlantis region") that nothing in the source explains.
 
-        Only words in those two places count: elsewhere an unexplained word is as often plain
+        Only words in those places count: elsewhere an unexplained word is as often plain
         English ("heaviest", "among") as a missing part, and a false "not answered" would be
         as misleading as a silent one.
         """
+        numeric = [
+            Unanswered(
+                part=f"'{m.group(0)}'",
+                reason="not applied: a condition on a number is not read yet, so the answer covers every row",
+                error_type="condition_not_applied",
+                suggestion="Ask without the condition, or load the rows it selects as their own source.",
+            )
+            for m in _NUMBER_CONDITION.finditer(work.request)
+        ]
         unknown = set(self.unexplained(work))
         if not unknown:
-            return []
+            return numeric
         text = " ".join(words(work.request))
         columns = {w for c in work.source.columns for w in c.lower().split("_")}
         categories = {
@@ -203,7 +221,7 @@ class AnalyticsAgent(Agent):
                         f"no {m.group(2)} called '{m.group(1)}' in the source, so the answer covers every {m.group(2)}",
                     )
                 )
-        return [
+        return numeric + [
             Unanswered(
                 part=f"'{part}'",
                 reason=f"{reason} (source '{work.source.name}')",
