@@ -1,0 +1,127 @@
+"""Which columns a question asks for ("which team ...": Team; "who ...": the column of names;
+"when ...": the date or year) and which column it measures ("the most points": Points).
+
+Read from the question's head and the table's own columns and values: "who" is the column
+whose cells read as names of people or things, "when" the time column, "where" a column of
+places named so or the one the question's values are not in.
+"""
+
+from __future__ import annotations
+
+import re
+
+from concerto.packs.analytics.table.mentions import Mention, Table, tokens
+
+_HEAD = re.compile(
+    r"^(?:(?:in|on|during|for|of|at|from|to|by|with|according to)\s+(?:what|which)\s+|"
+    r"(?:what|which|whose|name|list|tell me|give me|find|identify|show)\s+(?:(?:is|are|was|were)\s+)?(?:the\s+)?"
+    r"(?:(?:only|other|first|last|top|next|previous|same)\s+)?)"
+)
+_WHO = re.compile(r"^(?:who|whom|whose)\b|^(?:name|list|identify)\s+(?:the\s+|a\s+|someone|somebody|the\s+person)")
+_WHEN = re.compile(r"^(?:when|what (?:year|date|day|month|season|time)|in (?:what|which) (?:year|season|month))\b")
+_WHERE = re.compile(r"^(?:where|in (?:what|which) (?:city|country|place|venue|location|stadium))\b")
+_NAME = re.compile(r"^[A-Z][\w'.-]+(?: (?:[A-Z][\w'.-]+|de|da|van|von|del|la|le|di|of|the|and|&))*$")
+
+
+def head_column(question: str, toks: list[str], columns: list[Mention], skip: set[str]) -> str | None:
+    """The column named right after the question word ("which team", "what year", "the
+    nation that ..."), when one is."""
+    text = " ".join(toks)
+    m = _HEAD.match(text)
+    if m is None:
+        return None
+    at = len(m.group(0).split())
+    near = [c for c in columns if c.column not in skip and at <= c.start <= at + 2]
+    near.sort(key=lambda c: (c.start, -c.score))
+    return near[0].column if near else None
+
+
+def asked_columns(question: str, toks: list[str], columns: list[Mention], table: Table, skip: set[str]) -> list[str]:
+    """The columns whose values answer, best first (never empty for a table with a column left)."""
+    text = " ".join(toks)
+    named = head_column(question, toks, columns, skip)
+    if named:
+        return [named]
+    free = [c for c in table.columns if c not in skip] or table.columns
+    if _WHEN.match(text):
+        timely = [c for c in free if table.is_date(c) or table.is_year(c) or "date" in tokens(c) or "year" in tokens(c)]
+        if timely:
+            return timely[:1]
+    if _WHO.match(text):
+        people = names_column(table, free)
+        if people:
+            return [people]
+    if _WHERE.match(text):
+        places = [c for c in free if any(w in _PLACE_WORDS for w in tokens(c))]
+        if places:
+            return places[:1]
+    text_columns = [c for c in free if table.is_text(c)]
+    return [names_column(table, free) or (text_columns or free)[0]]
+
+
+_PLACE_WORDS = frozenset(
+    "venue location city place stadium country nation town site arena ground host where state region".split()
+)
+
+
+def names_column(table: Table, columns: list[str]) -> str | None:
+    """The first text column whose cells read as names ("Jeff Gordon", "Real Madrid"): most
+    values capitalised words, few digits."""
+    best, best_share = None, 0.0
+    for column in columns:
+        if not table.is_text(column):
+            continue
+        values = [v for v in table.values.get(column, []) if isinstance(v, str)][:200]
+        if not values:
+            continue
+        share = sum(bool(_NAME.match(v.strip())) for v in values) / len(values)
+        if share > best_share + 0.15:  # the first column wins unless a later one is clearly more name-like
+            best, best_share = column, share
+    return best if best_share >= 0.5 else None
+
+
+def measure_near(
+    columns: list[Mention], table: Table, after: int, skip: set[str], *, numeric: bool = True
+) -> str | None:
+    """The numeric column named at or after token `after` (else before it, nearest first)."""
+    usable = [c for c in columns if c.column not in skip and (not numeric or table.is_number(c.column))]
+    later = sorted((c for c in usable if c.start >= after), key=lambda c: (c.start, -c.score))
+    if later:
+        return later[0].column
+    earlier = sorted((c for c in usable if c.start < after), key=lambda c: (-c.start, -c.score))
+    return earlier[0].column if earlier else None
+
+
+# Adjectives that say which way a measure is read, and what kind of column they measure.
+ADJECTIVES: dict[str, tuple[bool, tuple[str, ...]]] = {
+    "longest": (True, ("length", "time", "duration", "long", "distance", "km", "miles", "days", "years", "laps")),
+    "shortest": (False, ("length", "time", "duration", "distance", "km", "miles", "days", "years", "laps")),
+    "tallest": (True, ("height", "tall", "feet", "ft", "metres", "m", "floors", "elevation")),
+    "highest": (True, ("height", "elevation", "altitude", "score", "points", "rank", "rating")),
+    "heaviest": (True, ("weight", "mass", "kg", "lbs", "tonnage", "tons")),
+    "lightest": (False, ("weight", "mass", "kg", "lbs", "tonnage", "tons")),
+    "oldest": (False, ("year", "born", "date", "founded", "established", "built", "opened", "age")),
+    "earliest": (False, ("year", "date", "time", "born", "founded", "established", "opened", "season")),
+    "latest": (True, ("year", "date", "time", "season")),
+    "newest": (True, ("year", "date", "built", "opened", "founded")),
+    "youngest": (True, ("year", "born", "date", "age")),
+    "fastest": (False, ("time", "duration")),
+    "slowest": (True, ("time", "duration")),
+    "biggest": (True, ("size", "area", "capacity", "population", "attendance")),
+    "largest": (True, ("size", "area", "capacity", "population", "attendance")),
+    "smallest": (False, ("size", "area", "capacity", "population", "attendance")),
+    "most populous": (True, ("population",)),
+    "deepest": (True, ("depth",)),
+    "richest": (True, ("wealth", "worth", "income", "gdp")),
+}
+
+
+def adjective_measure(word: str, table: Table, skip: set[str]) -> str | None:
+    """The numeric (or date) column an adjective measures ("tallest": Height), by its name."""
+    hints = ADJECTIVES.get(word, (True, ()))[1]
+    for column in table.columns:
+        if column in skip or not (table.is_number(column) or table.is_date(column)):
+            continue
+        if any(w in hints or w.rstrip("s") in hints for w in tokens(column)):
+            return column
+    return None
