@@ -20,6 +20,7 @@ from concerto.agents.task import TaskInput
 from concerto.contracts.common import AnswerValues, ErrorKind
 from concerto.contracts.events import EventType
 from concerto.contracts.orchestrator import OrchestratorInput
+from concerto.contracts.reading import TableReading
 
 if TYPE_CHECKING:
     from concerto.llm.base import LLMClient
@@ -176,6 +177,7 @@ class AgentContext:
     task_id: str = ""
     agent: str = ""
     _emit: Emit | None = None
+    reading: TableReading | None = None  # the question read against its table: becomes `TaskInput.reading`
 
     async def emit(self, type: EventType, title: str, details: dict[str, Any] | None = None, step: int = 1) -> None:
         """Make a step of this agent visible in the event stream."""

@@ -165,6 +165,19 @@ class Packs:
         names = {self._pack_of.get(registry.get(name)) for name in registry.names()}
         return [pack for pack in self.packs if pack.name in names]
 
+    def readers(self) -> list[tuple[str, Any]]:
+        """(pack name, reader function) of every pack that declares a `reader`; a reader that
+        cannot be imported is the pack's failure, as for its other parts."""
+        out = []
+        for pack in self.packs:
+            if pack.reader is None:
+                continue
+            try:
+                out.append((pack.name, resolve(pack.reader, f"reader of pack {pack.name}")))
+            except Exception as exc:
+                self.fail(pack.name, "reader", exc)
+        return out
+
     def intent_files(self) -> list[Path]:
         return [Path(path) for pack in self.packs for path in pack.intents]
 

@@ -53,6 +53,10 @@ class Pack:
       background as it starts when one of the pack's agents is loaded: imports its agents'
       first question would otherwise make while its events stream (the city pack's: the MCP
       SDK). Only a head start: a failure is logged.
+    - `reader`: a function `(settings, resources, query) -> TableReading | None`, sync, that
+      reads a question against the table it names (`query.source`), once per question and
+      before routing: the router sends a confident reading to the agent it names
+      (`TableReading.answered_by`), and every task of the plan gets it as `TaskInput.reading`.
     """
 
     name: str
@@ -66,6 +70,7 @@ class Pack:
     static: Mapping[str, Path] = field(default_factory=dict)
     mcp_servers: Mapping[str, Ref] = field(default_factory=dict)
     warm_up: Ref | None = None
+    reader: Ref | None = None
 
     def __post_init__(self) -> None:
         if not NAME.match(self.name):

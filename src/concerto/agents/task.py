@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from concerto.contracts.dispatch import AgentDispatchResponse
 from concerto.contracts.orchestrator import OrchestratorInput
+from concerto.contracts.reading import TableReading
 
 SOURCE_KEYS = ("source", "data_source_id")  # the names a source is given by, in this order
 M = TypeVar("M", bound=BaseModel)
@@ -51,6 +52,9 @@ class TaskInput(BaseModel):
     business_context: str | None = Field(None, description="Context the user added (the question's `context`)")
     previous: list[PriorResult] = Field(default_factory=list, description="Results of the tasks this one depends on")
     prior_analysis_ids: list[str] = Field(default_factory=list, description="Earlier analyses this one builds on")
+    reading: TableReading | None = Field(
+        None, description="The question read against the table it names (`Pack.reader`), once per question"
+    )
 
     @classmethod
     def build(
@@ -61,6 +65,7 @@ class TaskInput(BaseModel):
         prepared: Mapping[str, Any] | None = None,
         task_input: Mapping[str, Any] | None = None,
         previous: list[PriorResult] | None = None,
+        reading: TableReading | None = None,
     ) -> TaskInput:
         """The task for one agent: `request` is the plan task's own, `prepared` what the agent
         read from the question, `task_input` the plan task's `input_payload`.
@@ -83,6 +88,7 @@ class TaskInput(BaseModel):
                 "business_context": query.context,
                 "previous": previous or [],
                 "prior_analysis_ids": query.prior_analysis_ids or [],
+                "reading": reading,
             },
         )
 

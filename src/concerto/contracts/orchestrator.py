@@ -80,7 +80,8 @@ def _printable(key: Any) -> str:
     return str(key).encode("utf-8", "backslashreplace").decode("utf-8")[:40]
 
 
-ClassificationMethod = Literal["pattern", "semantic", "llm", "direct", "none"]  # direct: the caller named the agent
+# direct: the caller named the agent; reading: the question read against the table it names (`TableReading`)
+ClassificationMethod = Literal["pattern", "reading", "semantic", "llm", "direct", "none"]
 ErrorCategory = Literal[
     "invalid_input",
     "classification_failed",

@@ -32,7 +32,10 @@ ReadingKind = Literal[
     "yes_no",  # whether the selected rows exist (or a comparison holds)
 ]
 Cell = str | int | float | bool | date
-WordKind = Literal["column", "value", "number", "date", "comparison", "order", "aggregate", "negation"]
+CONFIDENT = 0.6  # a reading at least this sure is answered as read (routed to `answered_by`, answered by it)
+WordKind = Literal[
+    "column", "value", "number", "date", "comparison", "order", "aggregate", "negation", "grouping", "analysis"
+]
 
 
 class Condition(BaseModel):
@@ -87,6 +90,12 @@ class TableReading(BaseModel):
     def not_applied(self) -> list[WordUse]:
         """Parts that carry meaning and that the reading did not use."""
         return [w for w in self.words if not w.used]
+
+    @property
+    def conditions_missed(self) -> list[WordUse]:
+        """Parts not used that would change the answer: values, numbers, dates, comparisons,
+        breakdowns and analyses (a column named and not used is only reported)."""
+        return [w for w in self.not_applied if w.kind != "column"]
 
     def read_as(self) -> str:
         """The reading in one line, for the answer ("Read as: count of rows where Year > 2000")."""

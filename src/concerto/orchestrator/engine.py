@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -28,6 +29,7 @@ from concerto.contracts.orchestrator import (
     OrchestratorOutput,
 )
 from concerto.contracts.plan import AgentTask
+from concerto.contracts.reading import TableReading
 from concerto.llm.base import LLMClient, Usage
 from concerto.orchestrator.events import EventStream, elapsed_ms
 from concerto.orchestrator.executor import Executor, Runner
@@ -80,6 +82,7 @@ class Orchestrator:
             self.agent, self.settings.max_concurrency, runner=_runner(self.settings), timeouts=self.timeouts
         )
         self.first_use = FirstUseWork()  # set `first_use.notify` to show its progress lines
+        self._readers = packs.readers()
 
     # -- set-up -----------------------------------------------------------------------
 
@@ -245,8 +248,9 @@ class Orchestrator:
 
         events.state(QueryState.ANALYZING, "Classifying the question")
         t = time.perf_counter()
+        reading = await self._read(request, events) if agent is None or agent in self.registry.names() else None
         if agent is None:
-            decision = await self.router.route(request.query, usage, request)
+            decision = await self.router.route(request.query, usage, request, reading)
         elif agent in self.registry.names():
             decision = self._direct(agent, request.query)
         else:
@@ -323,7 +327,7 @@ class Orchestrator:
         events.state(QueryState.PROCESSING, "Agents working")
         results = await self.executor.execute(
             plan,
-            self._context_factory(request, now, events),
+            self._context_factory(request, now, events, reading),
             events,
             deadline_ms=deadline,
             max_concurrency=plan.max_concurrency,
@@ -388,9 +392,32 @@ class Orchestrator:
         )
         return RouteDecision(classification, structured={name: payload} if payload is not None else {})
 
-    def _context_factory(self, request: OrchestratorInput, now: datetime, events: EventStream):  # type: ignore[no-untyped-def]
+    async def _read(self, request: OrchestratorInput, events: EventStream) -> TableReading | None:
+        """The question read against the table it names, by the pack that holds the table (the
+        first reader that reads it); None without a named source or when no pack reads it. A
+        reader's failure is logged and the question routes as without a reading."""
+        if not self._readers or not (request.source or request.data_source_id):
+            return None
+        for pack, reader in self._readers:
+            try:
+                reading: TableReading | None = await asyncio.to_thread(reader, self.settings, self.resources, request)
+            except Exception:
+                log.exception("the reader of pack %s failed", pack)
+                continue
+            if reading is not None:
+                events.emit(
+                    EventType.THINKING,
+                    f"Read as: {reading.read_as()}"[:200],
+                    step=2,
+                    details={"source": reading.source, "kind": reading.kind, "confidence": reading.confidence},
+                )
+                return reading
+        return None
+
+    def _context_factory(self, request: OrchestratorInput, now: datetime, events: EventStream, reading: TableReading | None = None):  # type: ignore[no-untyped-def]
         def make(task: AgentTask, agent: str) -> AgentContext:
             return AgentContext(
+                reading=reading,
                 query=request,
                 now=now,
                 settings=self.settings,

@@ -358,7 +358,12 @@ class Executor:
                     else await agent.prepare(task.request or query.query, context)
                 )
             given = TaskInput.build(
-                query, request=task.request, prepared=prepared, task_input=task.input_payload, previous=previous
+                query,
+                request=task.request,
+                prepared=prepared,
+                task_input=task.input_payload,
+                previous=previous,
+                reading=context.reading,
             )
             t0 = time.perf_counter()
             work = agent.run(context, given) if self.runner is None else self.runner(agent, context, given)

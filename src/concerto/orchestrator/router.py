@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 
 from concerto.agents.base import Agent, AgentInfo, Holdings
 from concerto.contracts.orchestrator import IntentClassification, OrchestratorInput
+from concerto.contracts.reading import CONFIDENT, TableReading
 from concerto.llm.base import LLMClient, LLMError, Message, Usage
 from concerto.nlp.terms import TermIndex, masked, stem, stems, words
 from concerto.orchestrator.intents import IntentSpec
@@ -84,11 +85,18 @@ class Router:
         return targets
 
     async def route(
-        self, question: str, usage: Usage | None = None, query: OrchestratorInput | None = None
+        self,
+        question: str,
+        usage: Usage | None = None,
+        query: OrchestratorInput | None = None,
+        reading: TableReading | None = None,
     ) -> RouteDecision:
-        """Run the cascade and time it."""
+        """Run the cascade and time it: a format an agent defines, then a confident reading of
+        the question against the table it names, then meaning, then an LLM."""
         start = time.perf_counter()
         decision = self._structured(question)
+        if decision is None and reading is not None:
+            decision = self._by_reading(reading, query)
         if decision is None:
             # The forward pass takes ~10 ms of CPU (the first one also loads the model):
             # a worker thread keeps the event loop, and so other questions, moving.
@@ -116,12 +124,33 @@ class Router:
                 )
         return None
 
+    def _by_reading(self, reading: TableReading, query: OrchestratorInput | None) -> RouteDecision | None:
+        """The agent a confident reading names (`answered_by`), when it is loaded and ready."""
+        name = reading.answered_by
+        if name is None or name not in self.agents or reading.confidence < CONFIDENT:
+            return None
+        if self.agents[name].ready(query) is not None:
+            return None
+        return RouteDecision(
+            IntentClassification(
+                primary_intent=name,
+                confidence=round(reading.confidence, 4),
+                classification_method="reading",
+                agents=[name],
+                reasoning=f"read against '{reading.source}' as: {reading.read_as()}"[:500],
+            )
+        )
+
     def _semantic(self, question: str, query: OrchestratorInput | None = None) -> RouteDecision:
         if self.index is None or not self.index.targets:
             return _unmatched(0.0, "semantic", "no agents are loaded")
         parts = clauses(question)
         texts = [question, *parts] if len(parts) > 1 else [question]
         held, unready = self._held(texts), self._unready(query)
+        if query is not None and (query.source or query.data_source_id):
+            # A question about a named table goes to agents that take a table, unless it names
+            # something another agent holds (a KPI, a city) (issue 28 item 4).
+            unready |= {n for n, a in self.agents.items() if not takes_source(a.info) and n not in held[0]}
         ranked = self._ranked(texts, held, unready)
         whole = ranked[0]
         if not whole:
@@ -299,6 +328,11 @@ class Router:
                 reasoning=route.reasoning,
             )
         )
+
+
+def takes_source(info: AgentInfo) -> bool:
+    """Whether an agent answers about a table the question names (it declares a source input)."""
+    return "source" in info.inputs or "data_source_id" in info.inputs
 
 
 def _adjusted(matches: list[Match], held: dict[str, list[str]], unready: set[str]) -> list[Match]:

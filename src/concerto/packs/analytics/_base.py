@@ -21,6 +21,7 @@ from concerto.agents.base import Agent, AgentContext, AgentFailure, AgentResult,
 from concerto.agents.task import PriorResult, TaskInput
 from concerto.contracts.common import ErrorKind
 from concerto.contracts.events import EventType
+from concerto.contracts.reading import TableReading
 from concerto.data.safety import UnsafeQuery
 from concerto.data.sources import choose, demo_first_use, source_failure, store_for
 from concerto.data.store import QueryFailed, QueryResult, SourceError, Store
@@ -115,6 +116,7 @@ class Work:
     values: dict[str, list[object]]
     store: Store | None = None
     before: list[Executed] = field(default_factory=list)  # queries run while planning (fetch, then reason)
+    table_reading: TableReading | None = None  # the question read against this source (`TaskInput.reading`)
 
     @property
     def segments(self) -> Segments | None:
@@ -138,7 +140,8 @@ class AnalyticsAgent(Agent):
         values = await self._values(store, source) if self.needs_values else {}
         similar = await asyncio.to_thread(self._similarity, request, source)
         reading = read(request, source, values, similar=similar)
-        work = Work(request, source, reading, task.previous, context, values, store)
+        table_reading = task.reading if task.reading is not None and task.reading.source == source.name else None
+        work = Work(request, source, reading, task.previous, context, values, store, table_reading=table_reading)
         await context.emit(
             EventType.THINKING,
             "Analyzing and planning",

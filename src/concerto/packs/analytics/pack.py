@@ -18,4 +18,5 @@ pack = Pack(
         "concerto.packs.analytics.semantic_text:SemanticTextAgent",
         "concerto.packs.analytics.semantic_search:SemanticSearchAgent",
     ],
+    reader="concerto.packs.analytics.table.hook:read_question",
 )

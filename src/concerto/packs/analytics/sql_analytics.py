@@ -12,11 +12,14 @@ from typing import Any
 
 from sqlglot import exp
 
-from concerto.agents.base import AgentFailure, AgentInfo
+from concerto.agents.base import AgentFailure, AgentInfo, Unanswered
 from concerto.contracts.common import ErrorKind
+from concerto.contracts.reading import CONFIDENT, TableReading
 from concerto.packs.analytics import sql, words
 from concerto.packs.analytics._base import AnalyticsAgent, Executed, Insights, Planned, Work
 from concerto.packs.analytics.reading import Aggregate, default_measure
+from concerto.packs.analytics.table import wording
+from concerto.packs.analytics.table.compile import compile_reading
 
 _WORD: dict[Aggregate, str] = {
     "sum": "total",
@@ -77,6 +80,9 @@ class SQLAnalyticsAgent(AnalyticsAgent):
     )
 
     def plan(self, work: Work) -> list[Planned]:
+        reading = answering(work)
+        if reading is not None:  # one value, row, count or comparison: the table reading's own query
+            return [Planned(reading.read_as(), compile_reading(reading, work.source), kind=_READING)]
         r, source = work.reading, work.source
         _refuse_unknown(work)
         condition = sql.where(r, source)
@@ -174,10 +180,36 @@ class SQLAnalyticsAgent(AnalyticsAgent):
         return Planned(f"{word} {measure}", query, "bar", shown[0] if shown else None, [measure])
 
     def answer_values(self, work: Work, executed: list[Executed]) -> list[object] | None:
+        if executed and executed[0].planned.kind == _READING:
+            reading = answering(work)
+            assert reading is not None and executed[0].result is not None
+            return wording.values_of(reading, executed[0].result.data)
         return _values(work, executed)
+
+    def unanswered(self, work: Work) -> list[Unanswered]:
+        """With a table reading, the parts of the question it did not apply (values, numbers,
+        dates, comparisons); a column named and not used is in the reading's `words`, not here."""
+        reading = answering(work)
+        if reading is None:
+            return super().unanswered(work)
+        return [
+            Unanswered(
+                part=f"'{w.words}'",
+                reason=f"not applied: the {w.kind} was read{f' as {w.read_as}' if w.read_as else ''} but "
+                "fits no part of the reading, so the answer does not depend on it",
+                error_type="condition_not_applied",
+                suggestion="Name the column it is about, or ask without it.",
+            )
+            for w in reading.conditions_missed
+        ]
 
     def insights(self, work: Work, executed: list[Executed]) -> Insights:
         e = executed[0]
+        if e.planned.kind == _READING:
+            reading = answering(work)
+            assert reading is not None and e.result is not None
+            summary = wording.sentence(reading, e.result.data)
+            return Insights(summary, [summary, f"Read as: {reading.read_as()}."])
         assert e.result is not None
         rows, planned = e.result.data, e.planned
         scope = _scope(work)
@@ -232,6 +264,19 @@ def _values(work: Work, executed: list[Executed]) -> list[object] | None:
     label = _label_column(work)  # a name ("Jeff Gordon") rather than the key beside it ("24")
     column = label if label in rows[0] else planned.x
     return [r[column] for r in rows]
+
+
+_READING = "reading"
+
+
+def answering(work: Work) -> TableReading | None:
+    """The table reading this agent answers with: a confident one of a kind that has one
+    answer (a value, a row, a count, a comparison); else None (the breakdowns, trends and
+    rankings of groups below answer)."""
+    reading = work.table_reading
+    if reading is None or reading.confidence < CONFIDENT:
+        return None
+    return reading
 
 
 _RANKED = {"top", "bottom", "highest", "lowest"}

@@ -81,8 +81,8 @@ def read_table(question: str, table: Table) -> TableReading:
             break
     else:
         reading = _lookup(st)
-    reading.words = _accounted(st, reading)
-    if reading.not_applied:
+    reading.words = _accounted(st, reading) + _analyses(st)
+    if reading.conditions_missed:
         reading.confidence = min(reading.confidence, 0.5)
     return reading
 
@@ -221,7 +221,7 @@ def _extreme(st: _State) -> TableReading | None:
     if measure is None:
         if word not in ("most", "least", "fewest", "top"):
             return None
-        read = _reading(st, "mode", answer=answer, confidence=0.55)
+        read = _reading(st, "mode", answer=answer, confidence=0.6)
     elif _asks_value(st, measure, answer):  # "what is the highest score": the value itself
         read = _reading(st, "aggregate", measure=measure, confidence=0.7)
         read.aggregate = "max" if descending else "min"
@@ -508,6 +508,29 @@ def _best_values(found: list[Mention], columns: list[Mention]) -> list[Mention]:
 
 def _overlaps(a: Mention, b: Mention) -> bool:
     return a.start < b.end and b.start < a.end
+
+
+_GROUPING = re.compile(
+    r"\b(?:by|per|for each|for every|in each|across|broken down by|grouped by)\s+(?:the\s+)?(\w+)"
+)
+_ANALYSIS = re.compile(
+    r"\b(trends?|over time|monthly|weekly|quarterly|yearly|annually|segments?|segmentation|clusters?|correlat\w*|"
+    r"forecast\w*|predict\w*|risks?|anomal\w*|outliers?|similar|distribution|breakdown|effect|impact|scenario|"
+    r"what if|compare|comparison|versus|vs|growth|drivers?|patterns?)\b"
+)
+
+
+def _analyses(st: _State) -> list[WordUse]:
+    """Breakdowns ("by region", "per month") and analyses ("trend", "segments") that no reading
+    form answers: marked not applied, so the reading is not taken as the whole question (the
+    agents that group, trend or segment answer it)."""
+    out = []
+    for m in _GROUPING.finditer(st.text):
+        at = len(st.text[: m.start(1)].split())
+        if any(c.start == at for c in st.columns) or m.group(1) in ("month", "year", "quarter", "week", "day", "each"):
+            out.append(WordUse(words=m.group(0), kind="grouping", read_as="a breakdown", used=False))
+    out += [WordUse(words=m.group(0), kind="analysis", read_as="an analysis", used=False) for m in _ANALYSIS.finditer(st.text)]
+    return out
 
 
 def _accounted(st: _State, reading: TableReading) -> list[WordUse]:

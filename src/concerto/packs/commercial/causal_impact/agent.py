@@ -53,6 +53,7 @@ class CausalImpactAgent(CommercialAgent):
             "Naive versus adjusted comparison showing confounding bias",
         ],
         inputs={
+            "source": "The table to analyze (default: the built-in commercial data set)",
             "treatment": "Yes/no column (two values; a number is split at its median)",
             "outcome": "Numeric outcome column",
             "covariates": "Confounders to adjust for (optional)",

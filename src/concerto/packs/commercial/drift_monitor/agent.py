@@ -41,6 +41,7 @@ class DriftMonitorAgent(CommercialAgent):
             "List which features drifted significantly and by how much",
         ],
         inputs={
+            "source": "The table to analyze (default: the built-in commercial data set)",
             "period_column": "A column naming the periods (default: period on the built-in data)",
             "reference_period": "The reference value of period_column (default: the earlier)",
             "current_period": "The current value of period_column (default: the later)",

@@ -47,6 +47,7 @@ class ExperimentDesignerAgent(CommercialAgent):
             "Stratification, duration and a written design document with the analysis plan",
         ],
         inputs={
+            "source": "The table to analyze (default: the built-in commercial data set)",
             "effect_size": "Standardised effect (Cohen's d), or mde (outcome units) or lift (relative, 0.1)",
             "alpha": "Significance level (default 0.05)",
             "power": "Power (default 0.8)",

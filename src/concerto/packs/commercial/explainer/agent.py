@@ -41,6 +41,7 @@ class ExplainerAgent(CommercialAgent):
             "Write a brief, a narrative or a structured summary for a chosen audience",
         ],
         inputs={
+            "source": "The table to analyze (default: the built-in commercial data set)",
             "previous_results": "The results to explain (from the tasks this one depends on)",
             "user_expertise": "executive, analyst or data_scientist",
             "output_format": "narrative, structured or brief",

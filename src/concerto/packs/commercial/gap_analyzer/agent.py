@@ -51,6 +51,7 @@ class GapAnalyzerAgent(CommercialAgent):
             "Compare a baseline period with a recent one by segment",
         ],
         inputs={
+            "source": "The table to analyze (default: the built-in commercial data set)",
             "actual": "Column of actual performance (default total_rx)",
             "potential": "Column of potential (default rx_potential)",
             "segment": "Column to break down by (default territory)",

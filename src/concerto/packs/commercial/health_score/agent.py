@@ -63,6 +63,7 @@ class HealthScoreAgent(CommercialAgent):
             "Model error: out-of-sample error of a simple model on the latest period",
         ],
         inputs={
+            "source": "The table to analyze (default: the built-in commercial data set)",
             "outcome": "The column a model predicts, for the error component (default: new_rx)",
             "period_column": "Periods to compare for drift and error (default: period / the time column)",
             "time_column": "The date column for freshness (default: the source's)",

@@ -52,6 +52,7 @@ class HeterogeneousOptimizerAgent(CommercialAgent):
             "Rank segments and recommend where to focus an action, with the expected extra outcome",
         ],
         inputs={
+            "source": "The table to analyze (default: the built-in commercial data set)",
             "treatment": "The action (a 0/1 column), e.g. increased_sampling",
             "outcome": "The numeric outcome, e.g. new_rx",
             "covariates": "Confounders to adjust for (default: decile and specialty)",

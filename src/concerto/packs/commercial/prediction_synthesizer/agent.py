@@ -52,6 +52,7 @@ class PredictionSynthesizerAgent(CommercialAgent):
             "Forecast one segment (a brand, a specialty, a region) or the whole market",
         ],
         inputs={
+            "source": "The table to analyze (default: the built-in commercial data set)",
             "outcome": "The column to forecast (default: new_rx on the built-in data)",
             "time_column": "The date column (default: the source's time column)",
             "horizon": "Months ahead, 1-36 (default 6; from the question: next quarter = 3)",

@@ -44,6 +44,7 @@ class ResourceOptimizerAgent(CommercialAgent):
             "Report marginal returns, binding constraints and the expected lift with an interval",
         ],
         inputs={
+            "source": "The table to analyze (default: the built-in commercial data set)",
             "by": "Units to allocate across: channel (default), territory, or [territory, channel]",
             "budget": "Total monthly budget (default: the current monthly spend)",
             "min": "Minimum spend per unit: {unit: amount} or one amount for every unit",
