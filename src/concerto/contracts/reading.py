@@ -120,7 +120,8 @@ class TableReading(BaseModel):
             case "difference":
                 what = f"{self.measure} of {' minus '.join(o.text() for o in self.options)}"
             case "choice":
-                what = f"which of {' or '.join(o.text() for o in self.options)} has the {'more' if self.descending else 'less'} {by}"
+                more = "more" if self.descending else "less"
+                what = f"which of {' or '.join(o.text() for o in self.options)} has the {more} {by}"
             case "yes_no":
                 what = "whether any row matches"
             case _:

@@ -414,7 +414,9 @@ class Orchestrator:
                 return reading
         return None
 
-    def _context_factory(self, request: OrchestratorInput, now: datetime, events: EventStream, reading: TableReading | None = None):  # type: ignore[no-untyped-def]
+    def _context_factory(  # type: ignore[no-untyped-def]
+        self, request: OrchestratorInput, now: datetime, events: EventStream, reading: TableReading | None = None
+    ):
         def make(task: AgentTask, agent: str) -> AgentContext:
             return AgentContext(
                 reading=reading,

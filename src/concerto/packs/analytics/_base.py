@@ -191,13 +191,24 @@ class AnalyticsAgent(Agent):
         """
         numeric = [
             Unanswered(
-                part=f"'{m.group(0)}'",
+                part=f"'{m.group(0).strip()}'",
                 reason="not applied: a condition on a number is not read yet, so the answer covers every row",
                 error_type="condition_not_applied",
                 suggestion="Ask without the condition, or load the rows it selects as their own source.",
             )
             for m in _NUMBER_CONDITION.finditer(work.request)
         ]
+        if work.table_reading is not None:  # the reading knows which numbers it could not place
+            numeric = [
+                Unanswered(
+                    part=f"'{w.words}'",
+                    reason="not applied: no column of the source fits it, so the answer covers every row",
+                    error_type="condition_not_applied",
+                    suggestion="Name the column it is about, or ask without it.",
+                )
+                for w in work.table_reading.conditions_missed
+                if w.kind in ("number", "comparison", "date", "value")
+            ]
         unknown = set(self.unexplained(work))
         if not unknown:
             return numeric

@@ -84,7 +84,12 @@ def measure_near(
     columns: list[Mention], table: Table, after: int, skip: set[str], *, numeric: bool = True
 ) -> str | None:
     """The numeric column named at or after token `after` (else before it, nearest first)."""
-    usable = [c for c in columns if c.column not in skip and (not numeric or table.is_number(c.column))]
+    usable = [
+        c
+        for c in columns
+        if c.column not in skip
+        and (not numeric or (table.is_number(c.column) and table.context.detected_types[c.column].role != "id"))
+    ]
     later = sorted((c for c in usable if c.start >= after), key=lambda c: (c.start, -c.score))
     if later:
         return later[0].column

@@ -123,11 +123,11 @@ def _condition(c: Condition) -> exp.Expr:
         case "between":
             return exp.Between(this=column, low=value, high=literal(c.values[1]))
         case "contains" | "not contains":
-            found = exp.GT(
+            inside = exp.GT(
                 this=exp.StrPosition(this=exp.Lower(this=column), substr=exp.Literal.string(str(c.values[0]).lower())),
                 expression=exp.Literal.number(0),
             )
-            return found if c.op == "contains" else exp.Not(this=found)
+            return inside if c.op == "contains" else exp.Not(this=inside)
         case "year":
             return exp.EQ(this=exp.Year(this=column), expression=value)
         case "month":

@@ -14,7 +14,7 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 from datetime import date, datetime
-from typing import Literal
+from typing import Literal, cast
 
 from concerto.contracts.reading import Op
 from concerto.data.context import DataContext
@@ -71,7 +71,7 @@ class Mention:
     kind: MentionKind
     start: int
     end: int
-    column: str | None = None
+    column: str = ""  # "" until a number is placed on a column
     value: object = None
     score: float = 1.0
     exact: bool = True  # a value: the whole cell (False: a part of a longer cell)
@@ -116,7 +116,9 @@ class Table:
         if not isinstance(low, int | float) or not isinstance(high, int | float):
             return False
         named_year = any(w in ("year", "years", "season", "yr") for w in tokens(column))
-        return (1000 <= low <= high <= 2100) and (named_year or profile.distinct >= 2)
+        if named_year:
+            return 1000 <= low <= high <= 2100
+        return profile.role not in ("id", "measure", "money") and 1800 <= low <= high <= 2100 and profile.distinct >= 2
 
     @property
     def columns(self) -> list[str]:
@@ -183,7 +185,7 @@ def find_values(toks: list[str], table: Table) -> list[Mention]:
     for n in range(1, 9):
         for i in range(len(toks) - n + 1):
             grams.setdefault(tuple(toks[i : i + n]), []).append(i)
-    plural = {tuple(toks[i : i + 1])[0].removesuffix("s"): i for i in range(len(toks)) if toks[i].endswith("s")}
+    plural = {t.removesuffix("s"): i for i, t in enumerate(toks) if t.endswith("s")}
     found: list[Mention] = []
     for column, options in table.values.items():
         if not table.is_text(column):
@@ -196,6 +198,10 @@ def find_values(toks: list[str], table: Table) -> list[Mention]:
                 continue
             for i in grams.get(cell, ()):
                 found.append(Mention("value", i, i + len(cell), column=column, value=value))
+            if len(cell) == 1 and len(cell[0]) >= 5 and not cell[0].isdigit():  # "Japanese" for Japan
+                for i, t in enumerate(toks):
+                    if t.startswith(cell[0]) and 2 <= len(t) - len(cell[0]) <= 3 and not t.endswith("s"):
+                        found.append(Mention("value", i, i + 1, column=column, value=value, score=0.9))
             if len(cell) == 1 and cell[0] in plural and len(cell[0]) >= 4:
                 i = plural[cell[0]]
                 found.append(Mention("value", i, i + 1, column=column, value=value, score=0.95))
@@ -243,8 +249,10 @@ _COMPARE: list[tuple[re.Pattern[str], Op]] = [
     (re.compile(r"(?:until|till|through)$"), "<="),
 ]  # fmt: skip
 _FILLER = frozenset("the a an year years season the of".split())
-_AFTER: dict[str, Op] = {"or more": ">=", "or higher": ">=", "or greater": ">=", "or above": ">=", "plus": ">=",
-                         "or less": "<=", "or fewer": "<=", "or lower": "<=", "or below": "<=", "or under": "<="}  # fmt: skip
+_AFTER: dict[str, Op] = {
+    "or more": ">=", "or higher": ">=", "or greater": ">=", "or above": ">=", "plus": ">=",
+    "or less": "<=", "or fewer": "<=", "or lower": "<=", "or below": "<=", "or under": "<=",
+}  # fmt: skip
 
 
 def find_numbers(toks: list[str], table: Table) -> list[Mention]:
@@ -258,7 +266,7 @@ def find_numbers(toks: list[str], table: Table) -> list[Mention]:
         value = number_of(tok)
         if value is None or (tok.isalpha() and tok == "one"):  # "one" is as often "which one" as 1
             continue
-        start, op = i, "="
+        start, op = i, cast(Op, "=")
         lead = toks[max(0, i - 6) : i]
         while lead and lead[-1] in _FILLER:
             lead = lead[:-1]
@@ -278,12 +286,22 @@ def find_numbers(toks: list[str], table: Table) -> list[Mention]:
         after = " ".join(toks[mention.end : mention.end + 2])
         if after in _AFTER and mention.op == "=":
             mention.op, mention.end = _AFTER[after], mention.end + 2
-        is_year = tok.isdigit() and len(tok) == 4 and 1000 <= value <= 2100
+        is_year = tok.isdigit() and len(tok) == 4 and 1000 <= value <= 2100 and not _is_key(table, value)
         if is_year:
             mention.kind = "year"
         found.append(mention)
-    found += _months(toks, found)
-    return found
+    months = _months(toks, found)
+    found = [n for n in found if not any(m.start <= n.start < m.end for m in months)]  # "March 2024": one date
+    return found + months
+
+
+def _is_key(table: Table, value: float) -> bool:
+    """Whether `value` is a row's key (a value of an id column): 1003 is then an order, not a year."""
+    return any(
+        table.context.detected_types[c].role == "id" and value in table.values.get(c, ())
+        for c in table.columns
+        if table.is_number(c)
+    )
 
 
 def _months(toks: list[str], numbers: list[Mention]) -> list[Mention]:
@@ -294,14 +312,21 @@ def _months(toks: list[str], numbers: list[Mention]) -> list[Mention]:
         if month is None:
             continue
         year = next((m for m in numbers if m.kind == "year" and m.start == i + 1), None)
-        day = next((m for m in numbers if m.kind == "number" and m.start == i - 1 and (m.value or 0) <= 31), None)
-        start, end = (day.start if day else i), (year.end if year else i + 1)
-        out.append(
-            Mention(
-                "month", start, end, value=(month, int(year.value) if year else None, int(day.value) if day else None)
-            )  # type: ignore[arg-type]
+        day = next(
+            (m for m in numbers if m.kind == "number" and m.start == i - 1 and _whole(m.value) is not None),
+            None,
         )
+        day_number = _whole(day.value) if day else None
+        if day_number is not None and not 1 <= day_number <= 31:
+            day, day_number = None, None
+        start, end = (day.start if day else i), (year.end if year else i + 1)
+        when = (month, _whole(year.value) if year else None, day_number)
+        out.append(Mention("month", start, end, value=when))
     return out
+
+
+def _whole(value: object) -> int | None:
+    return int(value) if isinstance(value, int | float) else None
 
 
 def _may_is_month(toks: list[str], i: int) -> bool:

@@ -9,12 +9,20 @@ take as its own become conditions; what is left is recorded as not applied.
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass, field
 from datetime import date
+from typing import cast
 
 from concerto.contracts.reading import Aggregate, Condition, Op, TableReading, WordUse
-from concerto.packs.analytics.table.answer import ADJECTIVES, adjective_measure, asked_columns, measure_near
+from concerto.packs.analytics.table.answer import (
+    ADJECTIVES,
+    adjective_measure,
+    asked_columns,
+    head_column,
+    measure_near,
+)
 from concerto.packs.analytics.table.mentions import (
     Mention,
     Table,
@@ -97,10 +105,10 @@ def _difference(st: _State) -> TableReading | None:
     if options is None:
         return None
     first, second = options
-    skip = {first.column or "", second.column or ""}
+    skip = {first.column, second.column}
     measure = measure_near(st.columns, st.table, 0, skip)
     st.used += [first, second]
-    if measure is None and first.kind == "number" and first.column is None:
+    if measure is None and first.kind == "number" and not first.column:
         return None
     conditions = _conditions(st, skip=set())
     read = _reading(st, "difference", measure=measure, conditions=conditions, confidence=0.7)
@@ -111,16 +119,18 @@ def _difference(st: _State) -> TableReading | None:
 
 def _choice(st: _State) -> TableReading | None:
     """ "which game had a bigger crowd, week 4 or week 9?": two named rows joined by "or"."""
+    if _COUNT.search(st.text) or not re.search(rf"^(?:which|who|what|whose)\b|\b{_MORE}\b|\b{_LESS}\b", st.text):
+        return None
     options = _pair(st, joined=("or",))
     if options is None:
         return None
     first, second = options
     st.used += [first, second]
-    skip = {first.column or ""}
+    skip = {first.column}
     less = re.search(rf"\b{_LESS}\b", st.text) is not None
     by_order = re.search(r"\b(first|earlier|sooner|before|later|last|after)\b", st.text) is not None
     measure = None if by_order else _comparative_measure(st, skip)
-    read = _reading(st, "choice", measure=measure, answer=[first.column or ""], confidence=0.75)
+    read = _reading(st, "choice", measure=measure, answer=[first.column], confidence=0.75)
     read.descending = not less if not by_order else re.search(r"\b(later|last|after)\b", st.text) is not None
     read.options = [_equals(st, first), _equals(st, second)]
     read.conditions = _conditions(st, skip=skip)
@@ -135,21 +145,29 @@ def _neighbour(st: _State) -> TableReading | None:
         if not (nxt or prev) or re.search(r"\b(first|last)\b", before):
             continue
         return _neighbour_of(st, m, nxt, prev)
-    # "what is the next year after 1967?", "the year before 2005": a number as the anchor
-    if re.search(r"\b(next|previous|preceding|following|immediately|right|just|directly)\b", st.text):
-        for n in st.numbers:
-            if n.op in (">", "<") and n.op_start is not None and n.kind in ("number", "year"):
-                column = _number_column(st, n)
-                if column is None:
-                    continue
+    # "what is the next year after 1967?", "the order after 1010": a number as the anchor, when
+    # the question says next/previous or the number is a row's key (a value of an id column)
+    adjacent = re.search(r"\b(next|previous|preceding|following|immediately|right|just|directly)\b", st.text)
+    for n in st.numbers:
+        if n.op in (">", "<") and n.op_start is not None and n.kind in ("number", "year"):
+            key = next(
+                (
+                    c
+                    for c in st.table.columns
+                    if st.table.context.detected_types[c].role == "id" and n.value in st.table.values.get(c, ())
+                ),
+                None,
+            )
+            column = key or (_number_column(st, n) if adjacent else None)
+            if column is not None:
                 n.column, n.op = column, "="
-                return _neighbour_of(st, n, n.op_start is not None and st.toks[n.op_start] != "before", None)
+                return _neighbour_of(st, n, st.toks[n.op_start] != "before", None)
     return None
 
 
 def _neighbour_of(st: _State, m: Mention, nxt: object, prev: object) -> TableReading:
     st.used.append(m)
-    skip = {m.column or ""}
+    skip = {m.column}
     answer = asked_columns(st.question, st.toks, st.columns, st.table, set())
     read = _reading(st, "neighbour", answer=answer, confidence=0.7)
     later = bool(nxt) and (not prev or nxt.start() > prev.start())  # type: ignore[attr-defined]
@@ -179,7 +197,10 @@ def _count(st: _State) -> TableReading | None:
         return read
     read = _reading(st, "count", confidence=0.75)
     read.aggregate = "count"
-    if _DISTINCT.search(st.text):
+    counted = next((c for c in st.columns if c.start == after and not st.table.is_number(c.column)), None)
+    if counted is not None and not st.values and not st.numbers:  # "how many firms are there?": distinct firms
+        read.aggregate, read.answer = "count_distinct", [counted.column]
+    elif _DISTINCT.search(st.text):
         named = measure_near(st.columns, st.table, after, set(), numeric=False)
         if named:
             read.aggregate, read.answer = "count_distinct", [named]
@@ -241,7 +262,7 @@ def _order(st: _State) -> TableReading | None:
         return None
     answer = asked_columns(st.question, st.toks, st.columns, st.table, set())
     read = _reading(st, "order", answer=answer, confidence=0.6)
-    read.descending = bool(last) and (not first or last.start() < first.start())
+    read.descending = last is not None and (first is None or last.start() < first.start())
     read.limit = _limit(st)
     read.conditions = _conditions(st, skip=set())
     return read
@@ -251,6 +272,8 @@ def _lookup(st: _State) -> TableReading:
     conditions = _conditions(st, skip=set())
     skip = {c.column for c in conditions}
     answer = asked_columns(st.question, st.toks, st.columns, st.table, skip)
+    if not answer_named(st) and conditions and all(c.op == "contains" for c in conditions):
+        answer = [conditions[0].column]  # "list the Chevrolet models": the cells that hold it
     if _YES_NO.match(st.text) and conditions:
         read = _reading(st, "yes_no", answer=answer, confidence=0.5)
     else:
@@ -260,6 +283,11 @@ def _lookup(st: _State) -> TableReading:
 
 
 # -- parts ----------------------------------------------------------------------------------
+
+
+def answer_named(st: _State) -> bool:
+    """Whether the question names the column it asks for right after its question word."""
+    return head_column(st.question, st.toks, st.columns, set()) is not None
 
 
 def _reading(
@@ -273,7 +301,7 @@ def _reading(
 ) -> TableReading:
     return TableReading(
         source=st.table.context.name,
-        kind=kind,  # type: ignore[arg-type]
+        kind=kind,
         measure=measure,
         answer=answer or [],
         conditions=conditions or [],
@@ -284,7 +312,7 @@ def _reading(
 
 def _asks_value(st: _State, measure: str, answer: list[str]) -> bool:
     """ "what is the highest score", "how many points did the top scorer get": the measure's value."""
-    head = re.match(r"^(?:what|which)\s+(?:is|was|were|are)\s+the\s+(?:\w+\s+){1,2}", st.text)
+    head = re.match(r"^(?:what|which)\s+(?:(?:is|was|were|are)\s+)?the\s+(?:\w+\s+){1,2}", st.text)
     named = next((c for c in st.columns if c.column == measure), None)
     if head and named is not None and named.start <= len(head.group(0).split()) + 1:
         return True
@@ -316,7 +344,10 @@ def _counted_measure(st: _State, after: int) -> str | None:
     near = [
         c
         for c in st.columns
-        if st.table.is_number(c.column) and after <= c.start <= after + lead and not st.table.is_year(c.column)
+        if st.table.is_number(c.column)
+        and after <= c.start <= after + lead
+        and not st.table.is_year(c.column)
+        and st.table.context.detected_types[c.column].role != "id"
     ]
     return near[0].column if near else None
 
@@ -342,9 +373,9 @@ def _pair(
         [m for m in st.values if m.exact or m.score >= 0.5] + [n for n in st.numbers if n.op == "="],
         key=lambda m: m.start,
     )
-    for a, b in zip(items, items[1:], strict=False):
+    for a, b in itertools.pairwise(items):
         between = st.toks[a.end : b.start]
-        if not between or between[-1] not in joined or len(between) > 3:
+        if not between or not set(between) & set(joined) or len(between) > 3:
             continue
         if a.kind == "value" and b.kind == "value" and a.column == b.column:
             return a, b
@@ -362,7 +393,7 @@ def _equals(st: _State, m: Mention) -> Condition:
     if m.kind in ("number", "year") and isinstance(value, float) and value.is_integer():
         value = int(value)
     op: Op = "=" if m.exact else "contains"
-    return Condition(column=m.column or "", op=op, values=[value], words=st.words_of(m))  # type: ignore[list-item]
+    return Condition(column=m.column, op=op, values=[value], words=st.words_of(m))
 
 
 _NEGATION = re.compile(
@@ -384,18 +415,31 @@ def _conditions(st: _State, *, skip: set[str]) -> list[Condition]:
         if _NEGATION.search(" ".join(w for w in before.split() if w not in _FILLER_WORDS)):
             condition = condition.model_copy(update={"op": "!=" if condition.op == "=" else "not contains"})
         out.append(condition)
-    out = _merged(out)
+    out = _merged(out) + _flags(st, skip)
     for n in st.numbers:
         if n in st.used:
             continue
-        condition = _number_condition(st, n)
-        if condition is not None:
+        placed = _number_condition(st, n)
+        if placed is not None:
             st.used.append(n)
-            out.append(condition)
+            out.append(placed)
     return out
 
 
 _FILLER_WORDS = frozenset("the a an by from in of to for with".split())
+
+
+def _flags(st: _State, skip: set[str]) -> list[Condition]:
+    """A yes/no column the question names is a condition ("how many workers are married?"),
+    false after "not" or "un-"."""
+    out = []
+    for c in st.columns:
+        if c.column in skip or st.table.context.detected_types[c.column].role != "flag":
+            continue
+        before = " ".join(st.toks[max(0, c.start - 2) : c.start])
+        negated = re.search(r"\b(not|never|no)$", before) is not None or st.toks[c.start].startswith("un")
+        out.append(Condition(column=c.column, op="=", values=[not negated], words=st.words_of(c)))
+    return out
 
 
 def _merged(conditions: list[Condition]) -> list[Condition]:
@@ -431,19 +475,19 @@ def _number_condition(st: _State, n: Mention) -> Condition | None:
         return Condition(column=column, op="year", values=[year], words=words)
     if n.op == "between":
         high = int(n.high) if isinstance(n.high, float) and n.high.is_integer() else n.high
-        return Condition(column=column, op="between", values=[value, high], words=words)  # type: ignore[list-item]
-    return Condition(column=column, op=n.op, values=[value], words=words)  # type: ignore[list-item]
+        return Condition(column=column, op="between", values=[value, high], words=words)
+    return Condition(column=column, op=n.op, values=[value], words=words)
 
 
 def _month_condition(st: _State, n: Mention, words: str) -> Condition | None:
-    month, year, day = n.value  # type: ignore[misc]
+    month, year, day = cast(tuple[int, int | None, int | None], n.value)
     dates = [c for c in st.table.columns if st.table.is_date(c)]
     if not dates:
         return None
     if year and day:
         return Condition(column=dates[0], op="=", values=[date(year, month, day)], words=words)
     values: list[int] = [month] + ([year] if year else [])
-    return Condition(column=dates[0], op="month", values=values, words=words)  # type: ignore[arg-type]
+    return Condition(column=dates[0], op="month", values=values, words=words)
 
 
 def _number_column(st: _State, n: Mention) -> str | None:
@@ -451,7 +495,12 @@ def _number_column(st: _State, n: Mention) -> str | None:
     values hold it; a year goes to the year or date column, or text cells that hold it."""
     table = st.table
     start = n.op_start if n.op_start is not None else n.start
-    numeric = [c for c in st.columns if table.is_number(c.column) or table.is_date(c.column)]
+    numeric = [
+        c
+        for c in st.columns
+        if (table.is_number(c.column) or table.is_date(c.column))
+        and (n.op == "=" or table.context.detected_types[c.column].role != "id")  # no "over 5" on an id
+    ]
     beside = [c for c in numeric if n.end <= c.start <= n.end + 2 or start - 5 <= c.start < start]
     if n.kind == "year":
         years = [c for c in table.columns if table.is_year(c)] + [c for c in table.columns if table.is_date(c)]
@@ -510,13 +559,14 @@ def _overlaps(a: Mention, b: Mention) -> bool:
     return a.start < b.end and b.start < a.end
 
 
-_GROUPING = re.compile(
-    r"\b(?:by|per|for each|for every|in each|across|broken down by|grouped by)\s+(?:the\s+)?(\w+)"
-)
+_GROUPING = re.compile(r"\b(?:by|per|each|every|across|broken down by|grouped by)\s+(?:the\s+)?(\w+)")
 _ANALYSIS = re.compile(
     r"\b(trends?|over time|monthly|weekly|quarterly|yearly|annually|segments?|segmentation|clusters?|correlat\w*|"
     r"forecast\w*|predict\w*|risks?|anomal\w*|outliers?|similar|distribution|breakdown|effect|impact|scenario|"
-    r"what if|compare|comparison|versus|vs|growth|drivers?|patterns?)\b"
+    r"what if|what would|would happen|if we|suppose|compare|compared|comparison|versus|vs|growth|drivers?|patterns?|"
+    r"above average|below average|percentile|grew|grow|growing|losing|project|projected|historically|baseline|"
+    r"like the|warning|top and bottom|highest and lowest|stopped|recently|(?:high|low)-\w+|heavy|cheap|expensive|"
+    r"trend\w*|changed the most|search for|look for)\b"
 )
 
 
@@ -527,9 +577,12 @@ def _analyses(st: _State) -> list[WordUse]:
     out = []
     for m in _GROUPING.finditer(st.text):
         at = len(st.text[: m.start(1)].split())
-        if any(c.start == at for c in st.columns) or m.group(1) in ("month", "year", "quarter", "week", "day", "each"):
+        if any(c.start == at for c in st.columns) or m.group(1) in ("month", "year", "quarter", "week", "day"):
             out.append(WordUse(words=m.group(0), kind="grouping", read_as="a breakdown", used=False))
-    out += [WordUse(words=m.group(0), kind="analysis", read_as="an analysis", used=False) for m in _ANALYSIS.finditer(st.text)]
+    out += [
+        WordUse(words=m.group(0), kind="analysis", read_as="an analysis", used=False)
+        for m in _ANALYSIS.finditer(st.text)
+    ]
     return out
 
 
@@ -555,7 +608,7 @@ def _accounted(st: _State, reading: TableReading) -> list[WordUse]:
             else ("comparison" if m.op != "=" else "number")
         )
         shown = conditions[words].text() if words in conditions else ("a count of rows" if used else "")
-        out.append(WordUse(words=words, kind=kind, read_as=shown, used=used))  # type: ignore[arg-type]
+        out.append(WordUse(words=words, kind=kind, read_as=shown, used=used))
     for c in st.columns:
-        out.append(WordUse(words=st.words_of(c), kind="column", read_as=c.column or "", used=c.column in taken))
+        out.append(WordUse(words=st.words_of(c), kind="column", read_as=c.column, used=c.column in taken))
     return out

@@ -34,7 +34,9 @@ def sentence(reading: TableReading, rows: list[dict[str, Any]]) -> str:
     shown = words.listing([_shown(v) for v in values], limit=10)
     match reading.kind:
         case "count":
-            what = f"distinct {words.label(reading.answer[0])} values" if reading.aggregate == "count_distinct" else "rows"
+            what = (
+                f"distinct {words.label(reading.answer[0])} values" if reading.aggregate == "count_distinct" else "rows"
+            )
             return f"{shown} {what}{scope}."
         case "aggregate":
             word = _AGGREGATE_WORD.get(reading.aggregate or "sum", reading.aggregate or "")
@@ -43,7 +45,11 @@ def sentence(reading: TableReading, rows: list[dict[str, Any]]) -> str:
             return f"The difference in {words.label(reading.measure or 'rows')} is {shown}."
         case "choice":
             by = words.label(reading.measure) if reading.measure else "place in the table"
-            side = ("higher" if reading.descending else "lower") if reading.measure else ("later" if reading.descending else "earlier")
+            side = (
+                ("higher" if reading.descending else "lower")
+                if reading.measure
+                else ("later" if reading.descending else "earlier")
+            )
             return f"{shown} has the {side} {by}."
         case "yes_no":
             return f"{str(values[0]).capitalize()}{scope}."
