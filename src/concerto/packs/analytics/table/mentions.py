@@ -283,9 +283,11 @@ def find_numbers(toks: list[str], table: Table) -> list[Mention]:
             if high is not None:
                 mention.op, mention.high, mention.end, mention.op_start = "between", high, i + 3, i - 1
                 skip.add(i + 2)
-        after = " ".join(toks[mention.end : mention.end + 2])
-        if after in _AFTER and mention.op == "=":
-            mention.op, mention.end = _AFTER[after], mention.end + 2
+        for gap in (0, 1):  # "20 or more", "20 points or more"
+            after = " ".join(toks[mention.end + gap : mention.end + gap + 2])
+            if after in _AFTER and mention.op == "=":
+                mention.op, mention.end = _AFTER[after], mention.end + gap + 2
+                break
         is_year = tok.isdigit() and len(tok) == 4 and 1000 <= value <= 2100 and not _is_key(table, value)
         if is_year:
             mention.kind = "year"
