@@ -70,7 +70,6 @@ class _State:
     values: list[Mention]
     numbers: list[Mention]
     used: list[Mention] = field(default_factory=list)
-    conditions: list[Condition] = field(default_factory=list)
 
     def words_of(self, m: Mention) -> str:
         return m.words(self.toks)
@@ -107,9 +106,9 @@ def _difference(st: _State) -> TableReading | None:
     first, second = options
     skip = {first.column, second.column}
     measure = measure_near(st.columns, st.table, 0, skip)
-    st.used += [first, second]
     if measure is None and first.kind == "number" and not first.column:
         return None
+    st.used += [first, second]
     conditions = _conditions(st, skip=set())
     read = _reading(st, "difference", measure=measure, conditions=conditions, confidence=0.7)
     read.options = [_equals(st, first), _equals(st, second)]
@@ -565,9 +564,12 @@ _ANALYSIS = re.compile(
     r"forecast\w*|predict\w*|risks?|anomal\w*|outliers?|similar|distribution|breakdown|effect|impact|scenario|"
     r"what if|what would|would happen|if we|suppose|compare|compared|comparison|versus|vs|growth|drivers?|patterns?|"
     r"above average|below average|percentile|grew|grow|growing|losing|project|projected|historically|baseline|"
-    r"like the|warning|top and bottom|highest and lowest|stopped|recently|(?:high|low)-\w+|heavy|cheap|expensive|"
+    r"like the|warning|top and bottom|highest and lowest|stopped|recently|heavy|cheap|expensive|"
     r"trend\w*|changed the most|search for|look for)\b"
 )
+
+
+_QUALIFIER = re.compile(r"\b(?:high|low)-\w+")  # "high-wage workers": a tier of rows, the segmentation's
 
 
 def _analyses(st: _State) -> list[WordUse]:
@@ -581,7 +583,7 @@ def _analyses(st: _State) -> list[WordUse]:
             out.append(WordUse(words=m.group(0), kind="grouping", read_as="a breakdown", used=False))
     out += [
         WordUse(words=m.group(0), kind="analysis", read_as="an analysis", used=False)
-        for m in _ANALYSIS.finditer(st.text)
+        for m in [*_ANALYSIS.finditer(st.text), *_QUALIFIER.finditer(st.question.lower())]
     ]
     return out
 
