@@ -75,10 +75,13 @@ def fake_agent(
     description: str | None = None,
     examples: list[str] | None = None,
     on_run: Callable[[AgentContext, TaskInput], Any] | None = None,
+    inputs: dict[str, str] | None = None,
 ) -> type[Agent]:
     """Build an agent class that waits `delay_s`, then raises `fail` or returns `output`.
 
-    The class is not registered anywhere; pass it to an `AgentRegistry`.
+    The class is not registered anywhere; pass it to an `AgentRegistry`. `inputs` is its
+    declaration (`AgentInfo.inputs`): one with a `source` input is offered questions that name a
+    source (agents without one are not, unless the question names something they hold).
     """
 
     class _Fake(Agent):
@@ -86,6 +89,7 @@ def fake_agent(
             name=name,
             description=description or f"Test agent {name}",
             examples=examples or [],
+            inputs=inputs or {},
             pack="testing",
         )
 

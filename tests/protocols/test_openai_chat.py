@@ -307,7 +307,13 @@ async def test_the_conversation_becomes_the_input_contract() -> None:
     def record(context: AgentContext, payload: dict[str, Any]) -> None:
         seen.append(context.query)
 
-    recorder = fake_agent("recorder", description="Records what it is asked", examples=["record this"], on_run=record)
+    recorder = fake_agent(
+        "recorder",
+        description="Records what it is asked",
+        examples=["record this"],
+        on_run=record,
+        inputs={"source": "The table it records about"},
+    )
     earlier = 'Recorded.\n\n```json\n{"query_id": "x"}\n```'
     messages: list[Any] = [  # a developer message with parts, a tool turn, an image: beyond the client's types
         {"role": "system", "content": "The reader is the board."},

@@ -276,7 +276,13 @@ def _lookup(st: _State) -> TableReading:
     if _YES_NO.match(st.text) and conditions:
         read = _reading(st, "yes_no", answer=answer, confidence=0.5)
     else:
-        read = _reading(st, "lookup", answer=answer, confidence=0.65 if conditions else 0.2)
+        # rows named only by a part of a cell or a demonym ("the Japanese cars") are a search
+        # by meaning (the semantic agents'); a count or total of them is read here
+        inexact = (
+            bool(st.values) and len(conditions) == len(st.values) and all(not m.exact or m.score < 1 for m in st.values)
+        )
+        confidence = 0.55 if inexact else 0.65 if conditions else 0.2
+        read = _reading(st, "lookup", answer=answer, confidence=confidence)
     read.conditions = conditions
     return read
 
