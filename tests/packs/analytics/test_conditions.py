@@ -128,3 +128,12 @@ async def test_a_named_source_never_goes_to_agents_that_take_no_table(orders: Or
     answer = await orders.ask({"query": "what's the weather like for the orders?", "source": "orders"})
     invoked = getattr(answer, "agents_invoked", None) or []
     assert not {"temperature", "datetime", "kpi", "metrics"} & set(invoked)
+
+
+async def test_the_answer_shows_the_reading(orders: Orchestrator) -> None:
+    """The agent's output carries the typed reading, every word with what it was read as."""
+    answer = await ask(orders, "how many orders have amount over 200?", source="orders")
+    (result,) = [r for r in answer.agent_results if r.agent == "sql_analytics"]
+    table = result.output["reading"]["table"]
+    assert table["kind"] == "count"
+    assert {"words": "over 200", "kind": "comparison", "read_as": "amount > 200", "used": True} in table["words"]

@@ -33,7 +33,6 @@ if TYPE_CHECKING:
     from concerto.data.context import DataContext
 
 Chart = Literal["bar", "line", "pie", "table", "scatter"]
-_VALUE_LIMIT = 5000  # distinct values fetched per column for matching names in questions
 
 
 @dataclass
@@ -138,9 +137,13 @@ class AnalyticsAgent(Agent):
         store = store_for(context.settings, context.resources)
         source = await self.source(store, task, context)
         values = await self._values(store, source) if self.needs_values else {}
-        similar = await asyncio.to_thread(self._similarity, request, source)
-        reading = read(request, source, values, similar=similar)
         table_reading = task.reading if task.reading is not None and task.reading.source == source.name else None
+        # The question's meaning against the measures' descriptions (a MiniLM pass) is for
+        # choosing a measure; an answer from the table reading needs none.
+        similar = (
+            {} if self.reading_answers(table_reading) else await asyncio.to_thread(self._similarity, request, source)
+        )
+        reading = read(request, source, values, similar=similar)
         work = Work(request, source, reading, task.previous, context, values, store, table_reading=table_reading)
         await context.emit(
             EventType.THINKING,
@@ -174,6 +177,12 @@ class AnalyticsAgent(Agent):
             unanswered=(gaps := self.unanswered(work)),
             answer_values=None if gaps else self.answer_values(work, executed),  # not values that look whole
         )
+
+    @staticmethod
+    def reading_answers(reading: TableReading | None) -> bool:
+        """Whether this agent answers `reading` as read (one query from it), rather than planning
+        its own queries; the default: no."""
+        return False
 
     def answer_values(self, work: Work, executed: list[Executed]) -> list[object] | None:
         """The answer's values when the question asks for specific ones (a count, a total, the
@@ -451,27 +460,12 @@ class AnalyticsAgent(Agent):
             raise source_failure(exc) from None
 
     async def _values(self, store: Store, source: DataContext) -> dict[str, list[object]]:
-        """Distinct values of the category and label columns, once per source and orchestrator."""
-        key = f"analytics.values:{source.data_source_id}"
-        cached: dict[str, list[object]] | None = self.resources.get(key, lambda: None)
-        if cached is not None:
-            return cached
-        columns = [c for c in source.columns if source.detected_types[c].role in ("category", "label")]
+        """Distinct values of the category and label columns: from the source's table values,
+        fetched once per source version and shared with the question's reader (`table_for`)."""
+        from concerto.packs.analytics.table.values import table_for
 
-        def fetch() -> dict[str, list[object]]:
-            out: dict[str, list[object]] = {}
-            for column in columns:
-                q = exp.select(exp.column(column, quoted=True)).distinct()
-                q = q.from_(exp.to_table(source.table, quoted=True)).where(
-                    exp.column(column, quoted=True).is_(exp.null()).not_()
-                )
-                result = store.query(source, q.limit(_VALUE_LIMIT))
-                out[column] = [row[column] for row in result.data]
-            return out
-
-        found = await asyncio.to_thread(fetch)
-        self.resources.put(key, found)
-        return found
+        table = await asyncio.to_thread(table_for, store, source, self.resources)
+        return {c: v for c, v in table.values.items() if source.detected_types[c].role in ("category", "label")}
 
     def _similarity(self, request: str, source: DataContext) -> dict[str, float]:
         """Cosine similarity of the question to each measure column's description."""
@@ -541,6 +535,8 @@ class AnalyticsAgent(Agent):
                 "filters": {f.column: f.values for f in work.reading.filters},
                 "period": work.reading.period.text if work.reading.period else None,
                 "notes": work.reading.notes,
+                # the question read against this table once, before routing (`TaskInput.reading`)
+                **({"table": work.table_reading.model_dump(mode="json")} if work.table_reading else {}),
             },
         }
 

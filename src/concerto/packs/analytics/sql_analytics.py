@@ -79,6 +79,12 @@ class SQLAnalyticsAgent(AnalyticsAgent):
         default_timeout_ms=20000,
     )
 
+    @staticmethod
+    def reading_answers(reading: TableReading | None) -> bool:
+        """A confident reading is answered as read: every form it has one answer (a value, a row,
+        a count, a comparison); breakdowns, trends and rankings of groups are planned below."""
+        return reading is not None and reading.confidence >= CONFIDENT
+
     def plan(self, work: Work) -> list[Planned]:
         reading = answering(work)
         if reading is not None:  # one value, row, count or comparison: the table reading's own query
@@ -270,13 +276,8 @@ _READING = "reading"
 
 
 def answering(work: Work) -> TableReading | None:
-    """The table reading this agent answers with: a confident one of a kind that has one
-    answer (a value, a row, a count, a comparison); else None (the breakdowns, trends and
-    rankings of groups below answer)."""
-    reading = work.table_reading
-    if reading is None or reading.confidence < CONFIDENT:
-        return None
-    return reading
+    """The table reading this agent answers with (`SQLAnalyticsAgent.reading_answers`), else None."""
+    return work.table_reading if SQLAnalyticsAgent.reading_answers(work.table_reading) else None
 
 
 _RANKED = {"top", "bottom", "highest", "lowest"}

@@ -87,8 +87,7 @@ def measure_near(
     usable = [
         c
         for c in columns
-        if c.column not in skip
-        and (not numeric or (table.is_number(c.column) and table.context.detected_types[c.column].role != "id"))
+        if c.column not in skip and (not numeric or (table.is_number(c.column) and table.role(c.column) != "id"))
     ]
     later = sorted((c for c in usable if c.start >= after), key=lambda c: (c.start, -c.score))
     if later:

@@ -10,9 +10,8 @@ from concerto.contracts.orchestrator import OrchestratorInput
 from concerto.contracts.reading import TableReading
 from concerto.data.sources import store_for
 from concerto.data.store import QueryFailed, SourceError
-from concerto.packs.analytics.table.mentions import Table
 from concerto.packs.analytics.table.reader import read_table
-from concerto.packs.analytics.table.values import table_of
+from concerto.packs.analytics.table.values import table_for
 
 
 def read_question(settings: Any, resources: Any, query: OrchestratorInput) -> TableReading | None:
@@ -28,9 +27,4 @@ def read_question(settings: Any, resources: Any, query: OrchestratorInput) -> Ta
         return None
     if context.built_in is not None:
         return None
-    key = f"analytics.table:{context.data_source_id}"
-    table: Table | None = resources.get(key, lambda: None)
-    if table is None:
-        table = table_of(store, context)
-        resources.put(key, table)
-    return read_table(query.query, table)
+    return read_table(query.query, table_for(store, context, resources))

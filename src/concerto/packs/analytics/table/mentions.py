@@ -124,6 +124,14 @@ class Table:
     def columns(self) -> list[str]:
         return self.context.columns
 
+    def role(self, column: str) -> str:
+        return self.context.detected_types[column].role
+
+    def key_column(self, value: object) -> str | None:
+        """The id column `value` is a key of ("order 1003": order_id), if any: such a number
+        names a row, not a year or an amount."""
+        return next((c for c in self.columns if self.role(c) == "id" and value in self.values.get(c, ())), None)
+
 
 # -- columns --------------------------------------------------------------------------------
 
@@ -288,22 +296,13 @@ def find_numbers(toks: list[str], table: Table) -> list[Mention]:
             if after in _AFTER and mention.op == "=":
                 mention.op, mention.end = _AFTER[after], mention.end + gap + 2
                 break
-        is_year = tok.isdigit() and len(tok) == 4 and 1000 <= value <= 2100 and not _is_key(table, value)
+        is_year = tok.isdigit() and len(tok) == 4 and 1000 <= value <= 2100 and table.key_column(value) is None
         if is_year:
             mention.kind = "year"
         found.append(mention)
     months = _months(toks, found)
     found = [n for n in found if not any(m.start <= n.start < m.end for m in months)]  # "March 2024": one date
     return found + months
-
-
-def _is_key(table: Table, value: float) -> bool:
-    """Whether `value` is a row's key (a value of an id column): 1003 is then an order, not a year."""
-    return any(
-        table.context.detected_types[c].role == "id" and value in table.values.get(c, ())
-        for c in table.columns
-        if table.is_number(c)
-    )
 
 
 def _months(toks: list[str], numbers: list[Mention]) -> list[Mention]:

@@ -149,15 +149,7 @@ def _neighbour(st: _State) -> TableReading | None:
     adjacent = re.search(r"\b(next|previous|preceding|following|immediately|right|just|directly)\b", st.text)
     for n in st.numbers:
         if n.op in (">", "<") and n.op_start is not None and n.kind in ("number", "year"):
-            key = next(
-                (
-                    c
-                    for c in st.table.columns
-                    if st.table.context.detected_types[c].role == "id" and n.value in st.table.values.get(c, ())
-                ),
-                None,
-            )
-            column = key or (_number_column(st, n) if adjacent else None)
+            column = st.table.key_column(n.value) or (_number_column(st, n) if adjacent else None)
             if column is not None:
                 n.column, n.op = column, "="
                 return _neighbour_of(st, n, st.toks[n.op_start] != "before", None)
@@ -316,15 +308,14 @@ def _reading(
 
 
 def _asks_value(st: _State, measure: str, answer: list[str]) -> bool:
-    """ "what is the highest score", "how many points did the top scorer get": the measure's value."""
+    """Whether a superlative asks for the measure's value, not a row: the measure is the column
+    asked for, the question is "how many/much ...", or the measure follows "what is the
+    highest ..." ("what was the longest time")."""
+    if answer == [measure] or re.match(r"^how\s+(?:is|was|were|are|many|much)\b", st.text):
+        return True
     head = re.match(r"^(?:what|which)\s+(?:(?:is|was|were|are)\s+)?the\s+(?:\w+\s+){1,2}", st.text)
     named = next((c for c in st.columns if c.column == measure), None)
-    if head and named is not None and named.start <= len(head.group(0).split()) + 1:
-        return True
-    return (answer == [measure]) or (
-        bool(re.match(r"^(?:what|how)\s+(?:is|was|were|are|many|much)\b", st.text))
-        and (not answer or answer[0] == measure or re.match(r"^how\b", st.text) is not None)
-    )
+    return head is not None and named is not None and named.start <= len(head.group(0).split()) + 1
 
 
 def _limit(st: _State) -> int | None:
@@ -352,7 +343,7 @@ def _counted_measure(st: _State, after: int) -> str | None:
         if st.table.is_number(c.column)
         and after <= c.start <= after + lead
         and not st.table.is_year(c.column)
-        and st.table.context.detected_types[c.column].role != "id"
+        and st.table.role(c.column) != "id"
     ]
     return near[0].column if near else None
 
@@ -439,7 +430,7 @@ def _flags(st: _State, skip: set[str]) -> list[Condition]:
     false after "not" or "un-"."""
     out = []
     for c in st.columns:
-        if c.column in skip or st.table.context.detected_types[c.column].role != "flag":
+        if c.column in skip or st.table.role(c.column) != "flag":
             continue
         before = " ".join(st.toks[max(0, c.start - 2) : c.start])
         negated = re.search(r"\b(not|never|no)$", before) is not None or st.toks[c.start].startswith("un")
@@ -504,7 +495,7 @@ def _number_column(st: _State, n: Mention) -> str | None:
         c
         for c in st.columns
         if (table.is_number(c.column) or table.is_date(c.column))
-        and (n.op == "=" or table.context.detected_types[c.column].role != "id")  # no "over 5" on an id
+        and (n.op == "=" or table.role(c.column) != "id")  # no "over 5" on an id
     ]
     beside = [c for c in numeric if n.end <= c.start <= n.end + 2 or start - 5 <= c.start < start]
     if n.kind == "year":
