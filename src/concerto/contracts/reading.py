@@ -103,6 +103,7 @@ class TableReading(BaseModel):
         scope = f" where {where}" if where else ""
         answer = ", ".join(self.answer) or "the rows"
         by = self.measure or "row count"
+        order = f" by {self.measure}" if self.measure else " in the table's order"
         match self.kind:
             case "count":
                 what = f"number of distinct {answer}" if self.aggregate == "count_distinct" else "number of rows"
@@ -113,10 +114,10 @@ class TableReading(BaseModel):
             case "mode":
                 what = f"the {'most' if self.descending else 'least'} frequent {answer}"
             case "order":
-                what = f"{answer} of the {'last' if self.descending else 'first'} row"
+                what = f"{answer} of the {'last' if self.descending else 'first'} row{order}"
             case "neighbour":
                 side = "after" if self.offset > 0 else "before"
-                what = f"{answer} of the row {side} {self.anchor.text() if self.anchor else 'it'}"
+                what = f"{answer} of the row {side} {self.anchor.text() if self.anchor else 'it'}{order}"
             case "difference":
                 what = f"{self.measure} of {' minus '.join(o.text() for o in self.options)}"
             case "choice":

@@ -27,7 +27,7 @@ ROWS: list[dict[str, Any]] = [
         "region": REGIONS[i % 4],
         "product": PRODUCTS[(i * 3) % 4],
         "amount": 10 + (i * 37) % 290,
-        "ordered": date(2023 + i // 12, 1 + i % 12, 1 + (i * 5) % 28),
+        "ordered": date(2023 + (i * 7) % 3, 1 + (i * 5) % 12, 1 + (i * 5) % 28),  # not in row order
     }
     for i in range(30)
 ]
@@ -65,6 +65,8 @@ def after(order_id: int, step: int, column: str) -> list[object]:
 
 BIGGEST = max(ROWS, key=lambda r: r["amount"])
 SMALLEST = min(ROWS, key=lambda r: r["amount"])
+TIMES = {g: sum(r["region"] == g for r in ROWS) for g in REGIONS}
+MOST_LISTED: list[object] = sorted(g for g in REGIONS if TIMES[g] == max(TIMES.values()))
 CASES: list[tuple[str, str, list[object]]] = [
     # (question, kind of condition or form, expected answer_values)
     ("how many orders have amount over 200?", ">", count(lambda r: r["amount"] > 200)),
@@ -89,8 +91,10 @@ CASES: list[tuple[str, str, list[object]]] = [
     ("what is the highest amount?", "max", [BIGGEST["amount"]]),
     ("which order_id has the lowest amount?", "extreme row", [SMALLEST["order_id"]]),
     ("what was the amount of order 1007?", "lookup", where("amount", lambda r: r["order_id"] == 1007)),
-    ("which region is listed the most?", "mode", [max(REGIONS, key=lambda g: sum(r["region"] == g for r in ROWS))]),
+    ("which region is listed the most?", "mode", MOST_LISTED),  # every region tied at the most
     ("what is the region of the last order?", "last row", [ROWS[-1]["region"]]),
+    ("which order_id was ordered first?", "first by a date", [min(ROWS, key=lambda r: r["ordered"])["order_id"]]),
+    ("how many orders were placed outside the North?", "outside", count(lambda r: r["region"] != "North")),
     ("what was the amount of the order after 1010?", "next row", after(1010, 1, "amount")),
     (
         "what is the difference in amount between order 1003 and order 1004?",

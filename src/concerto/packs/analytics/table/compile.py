@@ -37,17 +37,25 @@ def compile_reading(reading: TableReading, context: DataContext) -> exp.Query:
             return _where(exp.select(exp.alias_(func, alias(reading.measure))).from_(base), where)
         case "extreme":
             assert reading.measure is not None
-            query = _where(exp.select(*_answer(reading)).from_(base), _and(where, _not_null(reading.measure)))
-            return query.order_by(exp.Ordered(this=col(reading.measure), desc=reading.descending)).limit(
-                reading.limit or 1
-            )
+            kept = _and(where, _not_null(reading.measure))
+            query = _where(exp.select(*_answer(reading)).from_(base), kept)
+            if reading.limit is None:  # "the most": every row tied at the extreme
+                best = (exp.Max if reading.descending else exp.Min)(this=col(reading.measure))
+                top = _where(exp.select(best).from_(base.copy()), kept.copy() if kept else None).subquery()
+                return query.where(exp.EQ(this=col(reading.measure), expression=top)).limit(50)
+            return query.order_by(exp.Ordered(this=col(reading.measure), desc=reading.descending)).limit(reading.limit)
         case "mode":
             counted = exp.Count(this=exp.Star())
             query = _where(exp.select(*_answer(reading), exp.alias_(counted, "times")).from_(base), where)
             query = query.where(_not_null(reading.answer[0])).group_by(*(col(c) for c in reading.answer))
-            return query.order_by(exp.Ordered(this=exp.column("times"), desc=reading.descending)).limit(
-                reading.limit or 1
-            )
+            if reading.limit is None:  # every value tied at the most (least) frequent
+                counts = query.copy().subquery("c")
+                best = (exp.Max if reading.descending else exp.Min)(this=exp.column("times"))
+                top = exp.select(best).from_(counts).subquery()
+                return query.having(exp.EQ(this=counted.copy(), expression=top)).order_by(
+                    *(col(c) for c in reading.answer)
+                )
+            return query.order_by(exp.Ordered(this=exp.column("times"), desc=reading.descending)).limit(reading.limit)
         case "order":
             query = _where(exp.select(*_answer(reading)).from_(base), where)
             return query.order_by(exp.Ordered(this=exp.column(ROW), desc=reading.descending)).limit(reading.limit or 1)
@@ -72,10 +80,15 @@ def compile_reading(reading: TableReading, context: DataContext) -> exp.Query:
 
 
 def _base(reading: TableReading, context: DataContext) -> exp.Expr:
+    """The table, its rows numbered for readings about order: by the date or year column the
+    question names (`measure` of an order or neighbour reading), else as the table holds them."""
     table = exp.to_table(context.table, quoted=True)
     if reading.kind not in _ORDERED:
         return table
-    numbered = exp.select(exp.Star(), exp.alias_(exp.Window(this=exp.RowNumber()), ROW)).from_(table)
+    window = exp.Window(this=exp.RowNumber())
+    if reading.kind in ("order", "neighbour") and reading.measure:
+        window.set("order", exp.Order(expressions=[exp.Ordered(this=col(reading.measure), nulls_first=False)]))
+    numbered = exp.select(exp.Star(), exp.alias_(window, ROW)).from_(table)
     return numbered.subquery("t")
 
 

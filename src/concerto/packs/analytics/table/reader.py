@@ -160,7 +160,7 @@ def _neighbour_of(st: _State, m: Mention, nxt: object, prev: object) -> TableRea
     st.used.append(m)
     skip = {m.column}
     answer = asked_columns(st.question, st.toks, st.columns, st.table, set())
-    read = _reading(st, "neighbour", answer=answer, confidence=0.7)
+    read = _reading(st, "neighbour", answer=answer, confidence=0.7, measure=_time_named(st, skip))
     later = bool(nxt) and (not prev or nxt.start() > prev.start())  # type: ignore[attr-defined]
     read.anchor, read.offset = _equals(st, m), (1 if later else -1)
     read.conditions = _conditions(st, skip=skip)
@@ -252,11 +252,24 @@ def _order(st: _State) -> TableReading | None:
     if not (first or last):
         return None
     answer = asked_columns(st.question, st.toks, st.columns, st.table, set())
-    read = _reading(st, "order", answer=answer, confidence=0.6)
+    read = _reading(st, "order", answer=answer, confidence=0.6, measure=_time_named(st, set(answer)))
     read.descending = last is not None and (first is None or last.start() < first.start())
     read.limit = _limit(st)
     read.conditions = _conditions(st, skip=set())
     return read
+
+
+def _time_named(st: _State, skip: set[str]) -> str | None:
+    """The date or year column the question names ("who was hired first": hired), which orders
+    its rows; None: the table's own order."""
+    return next(
+        (
+            c.column
+            for c in st.columns
+            if c.column not in skip and (st.table.is_date(c.column) or st.table.is_year(c.column))
+        ),
+        None,
+    )
 
 
 def _lookup(st: _State) -> TableReading:
@@ -393,7 +406,7 @@ def _equals(st: _State, m: Mention) -> Condition:
 
 
 _NEGATION = re.compile(
-    r"\b(?:not|other than|besides|except|excluding|apart from|aside from|but|never|no|without|n't)\s*$"
+    r"\b(?:not|other than|besides|except|excluding|apart from|aside from|but|never|no|without|outside|n't)\s*$"
 )
 
 

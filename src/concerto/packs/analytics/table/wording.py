@@ -37,7 +37,7 @@ def sentence(reading: TableReading, rows: list[dict[str, Any]]) -> str:
             what = (
                 f"distinct {words.label(reading.answer[0])} values" if reading.aggregate == "count_distinct" else "rows"
             )
-            return f"{shown} {what}{scope}."
+            return f"{shown} {what[:-1] if values == [1] else what}{scope}."
         case "aggregate":
             word = _AGGREGATE_WORD.get(reading.aggregate or "sum", reading.aggregate or "")
             return f"The {word} {words.label(reading.measure or '')} is {shown}{scope}."
