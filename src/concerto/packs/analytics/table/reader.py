@@ -44,6 +44,12 @@ _SUPER_MOST = re.compile(
 _SUPER_LEAST = re.compile(
     r"\b(?:the )?(least|lowest|fewest|smallest|minimum|min|shortest|lightest|oldest|earliest|fastest|worst)\b"
 )
+_SUPERLATIVE_OF = {"larger": "largest", "bigger": "biggest", "higher": "highest", "greater": "greatest",
+                   "longer": "longest", "taller": "tallest", "heavier": "heaviest", "more": "most",
+                   "smaller": "smallest", "lower": "lowest", "shorter": "shortest", "lighter": "lightest",
+                   "fewer": "fewest", "less": "least"}  # fmt: skip
+_THE_MORE = re.compile(r"\bthe (larger|bigger|higher|greater|longer|taller|heavier|more)\b")
+_THE_LESS = re.compile(r"\bthe (smaller|lower|shorter|lighter|fewer|less)\b")
 _FIRST = re.compile(r"\b(first|earliest|top|opening|initial)\b")
 _LAST = re.compile(r"\b(last|latest|final|most recent|bottom|closing)\b")
 _NEXT = re.compile(r"\b(after|next|following|behind|below|succeeded|subsequent|then)\b")
@@ -54,7 +60,9 @@ _AGGREGATE: list[tuple[re.Pattern[str], Aggregate]] = [
     (re.compile(r"\b(total|sum|combined|altogether|in all|cumulative)\b"), "sum"),
 ]
 _YES_NO = re.compile(r"^(?:is|was|are|were|does|did|do|has|have|had|can|could)\b")
-_COUNT = re.compile(r"\bhow many\b|\bnumber of\b|\bcount\b")
+_COUNT = re.compile(r"\bhow many\b|\bnumber of\b|\bcount\b|\btotal number of\b")
+# "the highest number of fans": a superlative of the column after it, not a count
+_EXTREME_NUMBER = re.compile(r"\b(?:highest|largest|greatest|biggest|lowest|smallest|most|least|top|maximum|minimum) number of\b")
 _DISTINCT = re.compile(r"\b(different|distinct|unique|separate)\b")
 
 
@@ -100,7 +108,7 @@ def read_table(question: str, table: Table) -> TableReading:
 def _difference(st: _State) -> TableReading | None:
     if not _DIFFERENCE.search(st.text):
         return None
-    options = _pair(st)
+    options = _pair(st, joined=("and", "or", "to", "vs", "versus", "from", "than"))
     if options is None:
         return None
     first, second = options
@@ -172,8 +180,8 @@ def _count(st: _State) -> TableReading | None:
     if m is None:
         return None
     after = len(st.text[: m.end()].split())
-    if re.search(r"\b(average|avg|mean|median)\b", st.text):
-        return None  # "the average number of X": an aggregate
+    if re.search(r"\b(average|avg|mean|median)\b", st.text) or _EXTREME_NUMBER.search(st.text):
+        return None  # "the average number of X", "the highest number of X": an aggregate or extreme
     measure = _counted_measure(st, after)
     if measure is not None and (_FIRST.search(st.text) or _LAST.search(st.text)) and not st.values:
         # "how many laps did the last place finisher complete?": the value in the first/last row
@@ -218,10 +226,13 @@ def _aggregate(st: _State) -> TableReading | None:
 def _extreme(st: _State) -> TableReading | None:
     most, least = _SUPER_MOST.search(st.text), _SUPER_LEAST.search(st.text)
     if not (most or least):
-        return None
+        # "which division had the larger area?": a comparative over all the rows is a superlative
+        most, least = _THE_MORE.search(st.text), _THE_LESS.search(st.text)
+        if not (most or least):
+            return None
     found = min((x for x in (most, least) if x), key=lambda x: x.start())
     descending = found is most
-    word = found.group(1)
+    word = _SUPERLATIVE_OF.get(found.group(1), found.group(1))
     after = len(st.text[: found.start()].split())
     measure = measure_near(st.columns, st.table, after, set())
     if measure is None and word in ADJECTIVES:
