@@ -20,24 +20,50 @@ _HEAD = re.compile(
 _WHO = re.compile(r"^(?:who|whom|whose)\b|^(?:name|list|identify)\s+(?:the\s+|a\s+|someone|somebody|the\s+person)")
 _WHEN = re.compile(r"^(?:when|what (?:year|date|day|month|season|time)|in (?:what|which) (?:year|season|month))\b")
 _WHERE = re.compile(r"^(?:where|in (?:what|which) (?:city|country|place|venue|location|stadium))\b")
+_MODIFIERS = frozenset(
+    "name names title of the a an only other first last next previous same top main opening final latest earliest "
+    "one two three".split()
+)
 _NAME = re.compile(r"^[A-Z][\w'.-]+(?: (?:[A-Z][\w'.-]+|de|da|van|von|del|la|le|di|of|the|and|&))*$")
+
+
+def head_position(toks: list[str]) -> int | None:
+    """Where the noun the question asks about starts ("which team": 1; "what is the name of the
+    next venue": the venue's), or None when it opens otherwise ("who", "how many")."""
+    m = _HEAD.match(" ".join(toks))
+    if m is None:
+        return None
+    at = len(m.group(0).split())
+    while at < len(toks) and toks[at] in _MODIFIERS:
+        at += 1
+    return at
 
 
 def head_column(question: str, toks: list[str], columns: list[Mention], skip: set[str]) -> str | None:
     """The column named right after the question word ("which team", "what year", "the
     nation that ..."), when one is."""
-    text = " ".join(toks)
-    m = _HEAD.match(text)
-    if m is None:
+    at = head_position(toks)
+    if at is None:
         return None
-    at = len(m.group(0).split())
     near = [c for c in columns if c.column not in skip and at <= c.start <= at + 2]
     near.sort(key=lambda c: (c.start, -c.score))
     return near[0].column if near else None
 
 
 def asked_columns(question: str, toks: list[str], columns: list[Mention], table: Table, skip: set[str]) -> list[str]:
-    """The columns whose values answer, best first (never empty for a table with a column left)."""
+    """The column whose values answer: the learned ranker's choice over every free column, with
+    the rules' choice as one of its features (`ranker.py`); the rules' alone without weights."""
+    from concerto.packs.analytics.table import ranker
+
+    rule = rule_columns(question, toks, columns, table, skip)
+    head = head_column(question, toks, columns, skip)
+    chosen = ranker.best(ranker.candidates(toks, columns, table, skip, rule[0], head))
+    return [chosen] if chosen else rule
+
+
+def rule_columns(question: str, toks: list[str], columns: list[Mention], table: Table, skip: set[str]) -> list[str]:
+    """The columns whose values answer by the rules, best first (never empty for a table with a
+    column left)."""
     text = " ".join(toks)
     named = head_column(question, toks, columns, skip)
     if named:
@@ -48,6 +74,10 @@ def asked_columns(question: str, toks: list[str], columns: list[Mention], table:
         if timely:
             return timely[:1]
     if _WHO.match(text):
+        # "who was sent home ...": a text column named right after "who was" holds the answer
+        said = [c.column for c in columns if c.column in free and c.start <= 3 and table.is_text(c.column)]
+        if said and re.match(r"^(?:who|whom)\s+(?:is|was|were|are|has|had)\b", text):
+            return said[:1]
         people = names_column(table, free)
         if people:
             return [people]
@@ -64,17 +94,19 @@ _PLACE_WORDS = frozenset(
 )
 
 
+def name_share(table: Table, column: str) -> float:
+    """The share of a text column's values that read as names ("Jeff Gordon", "Real Madrid")."""
+    if not table.is_text(column):
+        return 0.0
+    values = [v for v in table.values.get(column, []) if isinstance(v, str)][:200]
+    return sum(bool(_NAME.match(v.strip())) for v in values) / len(values) if values else 0.0
+
+
 def names_column(table: Table, columns: list[str]) -> str | None:
-    """The first text column whose cells read as names ("Jeff Gordon", "Real Madrid"): most
-    values capitalised words, few digits."""
+    """The first text column whose cells read as names: most values capitalised words."""
     best, best_share = None, 0.0
     for column in columns:
-        if not table.is_text(column):
-            continue
-        values = [v for v in table.values.get(column, []) if isinstance(v, str)][:200]
-        if not values:
-            continue
-        share = sum(bool(_NAME.match(v.strip())) for v in values) / len(values)
+        share = name_share(table, column)
         if share > best_share + 0.15:  # the first column wins unless a later one is clearly more name-like
             best, best_share = column, share
     return best if best_share >= 0.5 else None

@@ -62,7 +62,9 @@ _AGGREGATE: list[tuple[re.Pattern[str], Aggregate]] = [
 _YES_NO = re.compile(r"^(?:is|was|are|were|does|did|do|has|have|had|can|could)\b")
 _COUNT = re.compile(r"\bhow many\b|\bnumber of\b|\bcount\b|\btotal number of\b")
 # "the highest number of fans": a superlative of the column after it, not a count
-_EXTREME_NUMBER = re.compile(r"\b(?:highest|largest|greatest|biggest|lowest|smallest|most|least|top|maximum|minimum) number of\b")
+_EXTREME_NUMBER = re.compile(
+    r"\b(?:highest|largest|greatest|biggest|lowest|smallest|most|least|top|maximum|minimum) number of\b"
+)
 _DISTINCT = re.compile(r"\b(different|distinct|unique|separate)\b")
 
 
