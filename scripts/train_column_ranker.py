@@ -11,7 +11,7 @@ logistic regression (scikit-learn, fixed solver, no randomness) is fitted on the
 the questions and its argmax choice checked on the other 20 % against the rules' choice.
 Nothing here is used at run time but the JSON it writes.
 
-    .venv/bin/python scripts/train_column_ranker.py [--limit 3000] [--seed 5] [--data-dir DIR]
+    .venv/bin/python -m scripts.train_column_ranker [--limit 3000] [--seed 5] [--data-dir DIR]
 """
 
 from __future__ import annotations
@@ -19,12 +19,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def examples(data_dir: Path, limit: int, seed: int) -> list[list[tuple[dict[str, float], bool, bool]]]:
@@ -34,7 +31,7 @@ def examples(data_dir: Path, limit: int, seed: int) -> list[list[tuple[dict[str,
     from benchmarks.wtq_score import correct, gold_values
     from concerto.contracts.common import answer_value
     from concerto.data.sources import store_for
-    from concerto.packs.analytics.table import answer, ranker
+    from concerto.packs.analytics.table import answer
     from concerto.packs.analytics.table.compile import compile_reading
     from concerto.packs.analytics.table.mentions import find_columns, tokens
     from concerto.packs.analytics.table.reader import read_table
@@ -70,7 +67,7 @@ def examples(data_dir: Path, limit: int, seed: int) -> list[list[tuple[dict[str,
         head = answer.head_column(q["utterance"], toks, columns, skip)
         gold = gold_values(q["targetValue"])
         rows = []
-        for candidate in ranker.candidates(toks, columns, table, skip, rule, head):
+        for candidate in answer.candidates(toks, columns, table, skip, rule, head):
             tried = reading.model_copy(update={"answer": [candidate.column]})
             try:
                 result = store.query(table.context, compile_reading(tried, table.context))
@@ -89,7 +86,6 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=5)
     parser.add_argument("--data-dir", type=Path, help="a data directory the tables are (or will be) loaded in")
     args = parser.parse_args()
-    sys.path.insert(0, str(ROOT))
     import numpy as np
     from sklearn.linear_model import LogisticRegression
 
@@ -117,7 +113,7 @@ def main() -> None:
         "questions": len(found),
         "rows": len(y),
         "held_out": {"questions": len(held), "model_right": model_right, "rules_right": rule_right},
-        "command": f"python scripts/train_column_ranker.py --limit {args.limit} --seed {args.seed}",
+        "command": f"python -m scripts.train_column_ranker --limit {args.limit} --seed {args.seed}",
     }
     ranker.WEIGHTS.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     print(json.dumps(report["held_out"]), f"-> {ranker.WEIGHTS}")

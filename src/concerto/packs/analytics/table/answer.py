@@ -8,9 +8,11 @@ places named so or the one the question's values are not in.
 
 from __future__ import annotations
 
+import difflib
 import re
 
-from concerto.packs.analytics.table.mentions import Mention, Table, tokens
+from concerto.packs.analytics.table import ranker
+from concerto.packs.analytics.table.mentions import Mention, Table, column_words, tokens
 
 _HEAD = re.compile(
     r"^(?:(?:in|on|during|for|of|at|from|to|by|with|according to)\s+(?:what|which)\s+|"
@@ -53,11 +55,9 @@ def head_column(question: str, toks: list[str], columns: list[Mention], skip: se
 def asked_columns(question: str, toks: list[str], columns: list[Mention], table: Table, skip: set[str]) -> list[str]:
     """The column whose values answer: the learned ranker's choice over every free column, with
     the rules' choice as one of its features (`ranker.py`); the rules' alone without weights."""
-    from concerto.packs.analytics.table import ranker
-
     rule = rule_columns(question, toks, columns, table, skip)
     head = head_column(question, toks, columns, skip)
-    chosen = ranker.best(ranker.candidates(toks, columns, table, skip, rule[0], head))
+    chosen = ranker.best(candidates(toks, columns, table, skip, rule[0], head))
     return [chosen] if chosen else rule
 
 
@@ -161,3 +161,64 @@ def adjective_measure(word: str, table: Table, skip: set[str]) -> str | None:
         if any(w in hints or w.rstrip("s") in hints for w in tokens(column)):
             return column
     return None
+
+
+# -- the learned ranker's features (ranker.py) -------------------------------------------
+
+
+def candidates(
+    toks: list[str], columns: list[Mention], table: Table, skip: set[str], rule: str, head: str | None
+) -> list[ranker.Candidate]:
+    """Every column the answer could come from (those not used by the reading's conditions),
+    with its features."""
+    at = head_position(toks)
+    noun = toks[at : at + 2] if at is not None else []
+
+    text = " ".join(toks)
+    who = re.match(r"^(?:who|whom|whose)\b", text) is not None
+    when = re.match(r"^(?:when|what (?:year|date|day|month|season|time))\b", text) is not None
+    how = re.match(r"^how (?:many|much|long|far|old|tall|big)\b", text) is not None
+    which = re.match(r"^(?:which|what|name|list)\b", text) is not None
+    where = re.match(r"^(?:where|in (?:what|which) (?:city|country|place|venue))\b", text) is not None
+    free = [c for c in table.columns if c not in skip] or table.columns
+    first_text = next((c for c in free if table.is_text(c)), None)
+    rows = max(table.context.row_count, 1)
+    out = []
+    for i, column in enumerate(table.columns):
+        if column not in free:
+            continue
+        said = [m.start for m in columns if m.column == column]
+        time = table.is_date(column) or table.is_year(column)
+        names = name_share(table, column)
+        place = any(w in _PLACE_WORDS for w in re.findall(r"[a-z]+", column.lower()))
+        f = {
+            "rule_pick": float(column == rule),
+            "head_named": float(column == head),
+            "mentioned": float(bool(said)),
+            "mentioned_early": 1 / (1 + min(said)) if said else 0.0,
+            "first_column": float(i == 0),
+            "position": i / max(len(table.columns) - 1, 1),
+            "first_text": float(column == first_text),
+            "is_text": float(table.is_text(column)),
+            "is_number": float(table.is_number(column)),
+            "is_time": float(time),
+            "names_share": names,
+            "distinct_share": min(table.context.detected_types[column].distinct / rows, 1.0),
+            "who_names": names if who else 0.0,
+            "when_time": float(when and time),
+            "how_number": float(how and table.is_number(column)),
+            "which_text": float(which and table.is_text(column)),
+            "where_place": float(where and place),
+            "near_head": float(at is not None and any(at <= s <= at + 3 for s in said)),
+            "noun_likeness": _likeness(noun, column_words(column)),
+        }
+        out.append(ranker.Candidate(column, f))
+    return out
+
+
+def _likeness(noun: list[str], name: list[str]) -> float:
+    """How alike the asked noun and a column's name are, letter by letter (0-1): "nation" and
+    "nationality", "song" and "songs"."""
+    if not noun or not name:
+        return 0.0
+    return max(difflib.SequenceMatcher(None, a, b).ratio() for a in noun for b in name)
