@@ -57,6 +57,8 @@ def asked_columns(question: str, toks: list[str], columns: list[Mention], table:
     the rules' choice as one of its features (`ranker.py`); the rules' alone without weights."""
     rule = rule_columns(question, toks, columns, table, skip)
     head = head_column(question, toks, columns, skip)
+    if len(table.columns) > ranker.MAX_COLUMNS:  # a wide table: the rules alone (features per column)
+        return rule
     chosen = ranker.best(candidates(toks, columns, table, skip, rule[0], head))
     return [chosen] if chosen else rule
 
@@ -95,11 +97,13 @@ _PLACE_WORDS = frozenset(
 
 
 def name_share(table: Table, column: str) -> float:
-    """The share of a text column's values that read as names ("Jeff Gordon", "Real Madrid")."""
-    if not table.is_text(column):
-        return 0.0
-    values = [v for v in table.values.get(column, []) if isinstance(v, str)][:200]
-    return sum(bool(_NAME.match(v.strip())) for v in values) / len(values) if values else 0.0
+    """The share of a text column's values that read as names ("Jeff Gordon", "Real Madrid"),
+    once per column and loaded table (`Table.cache`)."""
+    key = f"names:{column}"
+    if key not in table.cache:
+        values = [v for v in table.values.get(column, []) if isinstance(v, str)][:200] if table.is_text(column) else []
+        table.cache[key] = sum(bool(_NAME.match(v.strip())) for v in values) / len(values) if values else 0.0
+    return table.cache[key]
 
 
 def names_column(table: Table, columns: list[str]) -> str | None:
@@ -175,11 +179,9 @@ def candidates(
     noun = toks[at : at + 2] if at is not None else []
 
     text = " ".join(toks)
-    who = re.match(r"^(?:who|whom|whose)\b", text) is not None
-    when = re.match(r"^(?:when|what (?:year|date|day|month|season|time))\b", text) is not None
+    who, when, where = (pattern.match(text) is not None for pattern in (_WHO, _WHEN, _WHERE))
     how = re.match(r"^how (?:many|much|long|far|old|tall|big)\b", text) is not None
     which = re.match(r"^(?:which|what|name|list)\b", text) is not None
-    where = re.match(r"^(?:where|in (?:what|which) (?:city|country|place|venue))\b", text) is not None
     free = [c for c in table.columns if c not in skip] or table.columns
     first_text = next((c for c in free if table.is_text(c)), None)
     rows = max(table.context.row_count, 1)

@@ -94,6 +94,7 @@ class Table:
 
     context: DataContext
     values: dict[str, list[object]]
+    cache: dict[str, float] = field(default_factory=dict)  # what is read once from the values (names_share)
 
     def is_text(self, column: str) -> bool:
         return self.context.detected_types[column].type.upper().startswith(TEXT_TYPES)

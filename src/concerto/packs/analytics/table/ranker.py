@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 WEIGHTS = Path(__file__).with_name("column_ranker.json")
+MAX_COLUMNS = 200  # wider tables are left to the rules: features are computed for every column
 FEATURES = (
     "rule_pick", "head_named", "mentioned", "mentioned_early", "first_column", "position", "first_text",
     "is_text", "is_number", "is_time", "names_share", "distinct_share",
